@@ -1,0 +1,45 @@
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint format bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements/base.txt requirements/dev.txt pyproject.toml
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -r requirements/dev.txt -e .
+	touch $(STAMP)
+
+demo: venv
+	$(PYTHON) manage.py migrate
+	$(PYTHON) manage.py seed_demo
+	$(PYTHON) manage.py runserver 127.0.0.1:8000
+
+test: venv
+	$(PYTHON) manage.py makemigrations --check --dry-run
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m pytest
+
+lint: venv
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+
+format: venv
+	$(PYTHON) -m ruff check --fix .
+	$(PYTHON) -m ruff format .
+
+bench: venv
+	@for script in bench/engine_overhead.py bench/durable_overhead.py; do \
+		if [ -f $$script ]; then \
+			echo "== $$script"; \
+			$(PYTHON) $$script || exit $$?; \
+		else \
+			echo "== $$script: not present, skipped"; \
+		fi; \
+	done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Staff decisions on workflow interrupts: Decision model and admin inbox."""

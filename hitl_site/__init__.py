@@ -1,0 +1,5 @@
+"""Demo/dev Django project for django-hitl-workflows."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

@@ -1,0 +1,176 @@
+"""Context: what a node sees of its run; Execution: one drive of one invocation."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from .errors import GraphError
+from .events import Event, RequestInput
+from .state import InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .status import NodeStatus
+
+if TYPE_CHECKING:
+    from .nodes import BaseNode
+    from .store import Store
+
+
+def child_path(parent_path: str, name: str, run_id: int) -> str:
+    segment = f"{name}@{run_id}"
+    return f"{parent_path}/{segment}" if parent_path else segment
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Execution:
+    """In-memory state of one invocation while the engine drives it.
+
+    Node-run transitions accumulate in `batch`; `flush` commits them as one store write,
+    and happens before any node body starts, so every completed step is durable before
+    the next one runs.
+    """
+
+    def __init__(
+        self,
+        invocation: InvocationRecord,
+        store: Store | None = None,
+        node_runs: dict[str, NodeRunState] | None = None,
+        interrupts: dict[str, InterruptRecord] | None = None,
+        answers: dict[str, Any] | None = None,
+        lease_owner: str | None = None,
+    ) -> None:
+        self.invocation = invocation
+        self.store = store
+        self.node_runs: dict[str, NodeRunState] = {}
+        self.children: dict[str, list[str]] = defaultdict(list)
+        self._max_run_id: dict[tuple[str, str], int] = {}
+        self.interrupts = dict(interrupts or {})
+        self.answers = dict(answers or {})
+        self.lease_owner = lease_owner
+        self.batch = self._new_batch()
+        self._flush_lock = asyncio.Lock()
+        for path, state in (node_runs or {}).items():
+            self._index(path, state)
+            self.node_runs[path] = state
+
+    def _new_batch(self) -> WriteBatch:
+        return WriteBatch(self.invocation.id, lease_owner=self.lease_owner)
+
+    def _index(self, path: str, state: NodeRunState) -> None:
+        if path not in self.node_runs:
+            self.children[state.parent_path].append(path)
+        key = (state.parent_path, state.name)
+        if state.run_id > self._max_run_id.get(key, 0):
+            self._max_run_id[key] = state.run_id
+
+    def next_run_id(self, parent_path: str, name: str) -> int:
+        run_id = self._max_run_id.get((parent_path, name), 0) + 1
+        self._max_run_id[(parent_path, name)] = run_id
+        return run_id
+
+    def save(self, path: str, state: NodeRunState) -> None:
+        self._index(path, state)
+        self.node_runs[path] = state
+        self.batch.node_runs[path] = state
+
+    def record(self, event: Event) -> None:
+        event.invocation_id = self.invocation.id
+        self.batch.events.append(event)
+
+    def consume(self, interrupt_ids: Any) -> None:
+        self.batch.consumed.update(i for i in interrupt_ids if i in self.answers)
+
+    async def flush(self) -> None:
+        # One yield lets siblings dispatched together add their transitions first.
+        await asyncio.sleep(0)
+        async with self._flush_lock:
+            batch, self.batch = self.batch, self._new_batch()
+            if batch and self.store is not None:
+                await self.store.commit(batch)
+
+
+class Context:
+    """A node run's view of itself: its input binding, answers, output and route.
+
+    Set `ctx.route` to choose outgoing edges; `ctx.resume_inputs` holds
+    `{interrupt_id: response}` on resume; `ctx.interrupt_ids` holds the ids the run waits on.
+    """
+
+    def __init__(
+        self,
+        execution: Execution | None = None,
+        node: BaseNode | None = None,
+        path: str = "",
+        run_id: int = 1,
+        parent: Context | None = None,
+        attempt: int = 1,
+    ) -> None:
+        if execution is None:
+            execution = Execution(InvocationRecord(id=new_id(), workflow_name=""))
+        self._execution = execution
+        self.node = node
+        self.path = path
+        self.run_id = run_id
+        self.parent = parent
+        self.attempt = attempt
+        self.output: Any = None
+        self.route: str | None = None
+        self.resume_inputs: dict[str, Any] = {}
+        self.interrupt_ids: set[str] = set()
+        self.status = NodeStatus.PENDING
+        self.error: str | None = None
+        self.requests: list[RequestInput] = []  # interrupts raised by this execution
+        self.recorded_call_ids: set[str] = set()  # raised by a yielded Event already written
+        self._dynamic_run_ids: dict[str, int] = defaultdict(int)
+
+    @property
+    def invocation_id(self) -> str:
+        return self._execution.invocation.id
+
+    @property
+    def node_name(self) -> str:
+        return self.node.name if self.node else ""
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across resumes and retries of this node run: use it to dedupe effects."""
+        return f"{self.invocation_id}:{self.path}"
+
+    @property
+    def is_resuming(self) -> bool:
+        return bool(self.resume_inputs)
+
+    async def run_node(self, node: Any, node_input: Any = None) -> Any:
+        """Run `node` as a dynamic child and return its output.
+
+        When the child interrupts, this returns None and its interrupt ids join this
+        node's, so this node ends WAITING and re-runs when they are answered; a child
+        that completed earlier returns its stored output without executing again.
+        """
+        from .nodes import as_node
+
+        if self.node is None or not self.node.rerun_on_resume:
+            raise GraphError(
+                f"node {self.node_name!r} calls ctx.run_node, so it needs rerun_on_resume=True"
+            )
+        child = await self.run_child(as_node(node), node_input)
+        return child.output if child.status == NodeStatus.COMPLETED else None
+
+    async def run_child(
+        self, node: BaseNode, node_input: Any, run_id: int | None = None
+    ) -> Context:
+        """Run (or resume, or reuse) the child run of `node`; its ids join this run's."""
+        from .node_runner import run_child
+
+        if run_id is None:
+            # Deterministic per execution, so a re-run maps each call to the same child.
+            self._dynamic_run_ids[node.name] += 1
+            run_id = self._dynamic_run_ids[node.name]
+        return await run_child(self, node, node_input, run_id)
+
+    def __repr__(self) -> str:
+        return f"<Context {self.path} {self.status}>"

@@ -1,0 +1,120 @@
+"""Named engine errors. Each carries the data a caller needs to report it."""
+
+from typing import Any
+
+
+class WorkflowError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+    code = "workflow_error"
+
+
+class UnknownInterruptError(WorkflowError, LookupError):
+    """A FunctionResponse names an interrupt this store (or runner) does not know."""
+
+    code = "unknown_interrupt"
+
+    def __init__(self, interrupt_id: str):
+        self.interrupt_id = interrupt_id
+        super().__init__(f"unknown interrupt id {interrupt_id!r}")
+
+
+class InterruptNotPendingError(WorkflowError):
+    """The interrupt was already answered differently, cancelled or expired."""
+
+    code = "interrupt_not_pending"
+
+    def __init__(self, interrupt_id: str, status: str, detail: str = ""):
+        self.interrupt_id = interrupt_id
+        self.status = str(status)
+        message = f"interrupt {interrupt_id!r} is {self.status}, not pending"
+        super().__init__(f"{message}: {detail}" if detail else message)
+
+
+class ResponseValidationError(WorkflowError, ValueError):
+    """An answer does not match its interrupt's response_schema (or is malformed)."""
+
+    code = "invalid_response"
+
+    def __init__(self, interrupt_id: str | None, field: str, message: str):
+        self.interrupt_id = interrupt_id
+        self.field = field
+        self.message = message
+        where = f"interrupt {interrupt_id!r}, " if interrupt_id else ""
+        super().__init__(f"{where}field {field!r}: {message}")
+
+
+class MultipleInvocationsError(WorkflowError, ValueError):
+    """One submission answered interrupts of more than one invocation."""
+
+    code = "multiple_invocations"
+
+    def __init__(self, invocation_ids: list[str]):
+        self.invocation_ids = sorted(invocation_ids)
+        super().__init__(
+            "function responses must belong to one invocation; got "
+            + ", ".join(repr(i) for i in self.invocation_ids)
+        )
+
+
+class InvocationNotFoundError(WorkflowError, LookupError):
+    code = "unknown_invocation"
+
+    def __init__(self, invocation_id: Any):
+        self.invocation_id = invocation_id
+        super().__init__(f"unknown invocation {invocation_id!r}")
+
+
+class InvocationStateError(WorkflowError):
+    """The operation does not apply to the invocation in its current status."""
+
+    code = "invalid_invocation_state"
+
+    def __init__(self, invocation_id: Any, status: str, operation: str):
+        self.invocation_id = invocation_id
+        self.status = str(status)
+        super().__init__(f"cannot {operation} invocation {invocation_id!r}: it is {self.status}")
+
+
+class DuplicateInterruptError(WorkflowError):
+    """A node raised an interrupt id that another node run already holds."""
+
+    code = "duplicate_interrupt"
+
+    def __init__(self, interrupt_id: str, holder: str):
+        self.interrupt_id = interrupt_id
+        super().__init__(f"interrupt id {interrupt_id!r} is already held by {holder}")
+
+
+class GraphError(WorkflowError, ValueError):
+    """A workflow definition is malformed (unknown node, duplicate name, bad edge)."""
+
+    code = "invalid_graph"
+
+
+class NodeOutputError(WorkflowError):
+    """A node (or workflow) produced more than one output in one run."""
+
+    code = "duplicate_output"
+
+
+class ExecutionAbortedError(WorkflowError):
+    """Stops a running execution at its next checkpoint; not a failure of any node."""
+
+
+class InvocationCancelledError(ExecutionAbortedError):
+    """Raised inside a running execution when its invocation was cancelled meanwhile."""
+
+    code = "cancelled"
+
+
+class DefinitionChangedError(WorkflowError):
+    """A stored run names a node its workflow definition no longer has."""
+
+    code = "definition_changed"
+
+
+class LeaseLostError(ExecutionAbortedError):
+    """The execution lease expired and another worker took the invocation over."""
+
+    code = "lease_lost"

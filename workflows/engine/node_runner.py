@@ -1,0 +1,293 @@
+"""NodeRunner: runs one node run (fresh, resumed or retried) and checkpoints its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from .context import Context, Execution, child_path, new_id
+from .errors import DuplicateInterruptError, ExecutionAbortedError, NodeOutputError
+from .events import Event, RequestInput
+from .nodes import BaseNode
+from .schema import check_schema, to_json_schema
+from .state import InterruptRecord, NodeRunState
+from .status import InterruptStatus, NodeStatus
+
+
+class ChildFailedError(Exception):
+    """A child run failed; its error event is already written on the child's path."""
+
+    def __init__(self, child: Context):
+        self.child = child
+        super().__init__(child.error)
+
+
+class NodeRunner:
+    """Runs `node` as a child of `parent_ctx`.
+
+    On resume, pass the run's `run_id`, its `prior_output` and its still-unresolved
+    `prior_interrupt_ids`; `run(resume_inputs=...)` then follows the node's
+    `rerun_on_resume` policy (DESIGN 3.4).
+    """
+
+    def __init__(
+        self,
+        *,
+        node: BaseNode,
+        parent_ctx: Context | None = None,
+        run_id: int | None = None,
+        prior_output: Any = None,
+        prior_interrupt_ids: set[str] | frozenset[str] | list[str] | None = None,
+        attempt: int | None = None,
+    ) -> None:
+        self.node = node
+        self.parent_ctx = parent_ctx if parent_ctx is not None else Context()
+        self.run_id = run_id
+        self.prior_output = prior_output
+        self.prior_interrupt_ids = set(prior_interrupt_ids or ())
+        self.attempt = attempt
+
+    async def run(
+        self, *, node_input: Any = None, resume_inputs: dict[str, Any] | None = None
+    ) -> Context:
+        parent = self.parent_ctx
+        execution = parent._execution
+        node = self.node
+        run_id = self.run_id or execution.next_run_id(parent.path, node.name)
+        path = child_path(parent.path, node.name, run_id)
+        prior = execution.node_runs.get(path)
+        attempt = self.attempt or (prior.attempt if prior else 1)
+        resume_inputs = dict(resume_inputs or {})
+        carried_ids = self.prior_interrupt_ids - resume_inputs.keys()
+        prior_route = prior.route if prior else None
+
+        ctx = Context(execution, node, path, run_id, parent, attempt)
+        ctx.resume_inputs = resume_inputs
+        execution.consume(resume_inputs)
+
+        def save(status: NodeStatus, error: str | None = None) -> None:
+            ctx.status = status
+            ctx.error = error
+            execution.save(
+                path,
+                NodeRunState(
+                    status=status,
+                    run_id=run_id,
+                    output=ctx.output,
+                    interrupt_ids=set(ctx.interrupt_ids),
+                    attempt=ctx.attempt,
+                    name=node.name,
+                    parent_path=parent.path,
+                    input=node_input,
+                    route=ctx.route,
+                    resume_inputs=resume_inputs,
+                    error=error,
+                ),
+            )
+
+        if resume_inputs and not node.rerun_on_resume:
+            ctx.route = prior_route
+            ctx.interrupt_ids = carried_ids
+            if carried_ids:
+                ctx.output = self.prior_output
+                save(NodeStatus.WAITING)
+                return ctx
+            values = list(resume_inputs.values())
+            ctx.output = values[0] if len(values) == 1 else resume_inputs
+            save(NodeStatus.COMPLETED)
+            self._record_outcome(ctx)
+            return ctx
+
+        while True:
+            ctx.output, ctx.route = self.prior_output, prior_route
+            ctx.interrupt_ids = set(carried_ids)
+            ctx.requests, ctx.recorded_call_ids = [], set()
+            save(NodeStatus.RUNNING)
+            if node.checkpoint_before_run:
+                await execution.flush()
+            try:
+                await self._execute(ctx, node_input)
+                await self._check_new_interrupts(ctx)
+            except ExecutionAbortedError:
+                raise
+            except asyncio.CancelledError:
+                save(NodeStatus.CANCELLED)
+                self._record_outcome(ctx)
+                raise
+            except ChildFailedError as failure:
+                # Only the failing leaf records an error; ancestors fail through it.
+                save(NodeStatus.FAILED)
+                ctx.error = failure.child.error
+                return ctx
+            except Exception as exc:  # a node body may raise anything
+                error = f"{type(exc).__name__}: {exc}"
+                retry = node.retry
+                final = retry is None or ctx.attempt >= retry.max_attempts
+                execution.record(
+                    Event(
+                        author=node.name,
+                        path=path,
+                        run_id=run_id,
+                        error=error,
+                        status=NodeStatus.FAILED if final else None,
+                    )
+                )
+                if final:
+                    save(NodeStatus.FAILED, error)
+                    return ctx
+                await asyncio.sleep(retry.delay(ctx.attempt))
+                ctx.attempt += 1
+                continue
+            break
+
+        save(NodeStatus.WAITING if ctx.interrupt_ids else NodeStatus.COMPLETED)
+        self._record_outcome(ctx)
+        return ctx
+
+    async def _execute(self, ctx: Context, node_input: Any) -> None:
+        outputs = 0
+        async for item in self.node.emit(ctx, node_input):
+            if isinstance(item, RequestInput):
+                self._interrupt(ctx, item)
+                continue
+            if isinstance(item, Event):
+                for call_id in item.long_running_tool_ids:
+                    call = next((c for c in item.function_calls if c.id == call_id), None)
+                    if call is None:
+                        raise ValueError(f"long_running_tool_ids names {call_id!r}, no call has it")
+                    self._interrupt(
+                        ctx,
+                        RequestInput(call_id, payload={"name": call.name, "args": call.args}),
+                        recorded=True,
+                    )
+                if item.route is not None:
+                    ctx.route = item.route
+                self._record(ctx, item)
+                if item.output is None:
+                    continue
+                item = item.output
+            outputs += 1
+            if outputs > 1:
+                raise NodeOutputError(f"node {self.node.name!r} produced a second output")
+            ctx.output = item
+
+    @staticmethod
+    def _record(ctx: Context, event: Event) -> None:
+        event.author = event.author or ctx.node_name
+        event.path, event.run_id = ctx.path, ctx.run_id
+        ctx._execution.record(event)
+
+    @staticmethod
+    def _interrupt(ctx: Context, request: RequestInput, recorded: bool = False) -> None:
+        request = replace(
+            request,
+            interrupt_id=request.interrupt_id or new_id(),
+            response_schema=to_json_schema(request.response_schema),
+        )
+        check_schema(request.response_schema)
+        if recorded:
+            ctx.recorded_call_ids.add(request.interrupt_id)
+        ctx.requests.append(request)
+        ctx.interrupt_ids.add(request.interrupt_id)
+
+    async def _check_new_interrupts(self, ctx: Context) -> None:
+        """Fail the run on an id another node run holds; keep re-raised pending ids."""
+        execution = ctx._execution
+        fresh: list[RequestInput] = []
+        unknown: list[str] = []
+        for request in ctx.requests:
+            held = execution.interrupts.get(request.interrupt_id)
+            if held is None:
+                unknown.append(request.interrupt_id)
+            elif held.path != ctx.path or held.status != InterruptStatus.PENDING:
+                raise DuplicateInterruptError(request.interrupt_id, f"{held.path}")
+            else:
+                continue
+            fresh.append(request)
+        if unknown and execution.store is not None:
+            existing = await execution.store.load_interrupts(unknown)
+            for interrupt_id, held in existing.items():
+                raise DuplicateInterruptError(interrupt_id, f"{held.path} of {held.invocation_id}")
+        ctx.requests = fresh
+
+    def _record_outcome(self, ctx: Context) -> None:
+        """Write the run's outcome event, and the interrupt rows it opened."""
+        execution = ctx._execution
+        status = ctx.status
+        if status == NodeStatus.WAITING:
+            for request in ctx.requests:
+                record = InterruptRecord(
+                    id=request.interrupt_id,
+                    invocation_id=execution.invocation.id,
+                    workflow_name=execution.invocation.workflow_name,
+                    path=ctx.path,
+                    run_id=ctx.run_id,
+                    request=request,
+                )
+                execution.interrupts[record.id] = record
+                execution.batch.new_interrupts.append(record)
+            calls = [
+                r.as_function_call()
+                for r in ctx.requests
+                if r.interrupt_id not in ctx.recorded_call_ids
+            ]
+            if not calls and ctx.output is None and not ctx.requests:
+                return  # only waiting on descendants: ancestors emit no interrupt events
+            event = Event(
+                function_calls=calls,
+                long_running_tool_ids=[c.id for c in calls],
+                output=ctx.output,
+                route=ctx.route,
+            )
+        else:
+            event = Event(output=ctx.output, route=ctx.route)
+        event.status = status
+        self._record(ctx, event)
+
+
+async def run_child(parent: Context, node: BaseNode, node_input: Any, run_id: int) -> Context:
+    """Run, resume, re-drive or reuse the child run `<parent>/<node>@<run_id>`."""
+    execution: Execution = parent._execution
+    path = child_path(parent.path, node.name, run_id)
+    prior = execution.node_runs.get(path)
+    if prior is None:
+        child = await NodeRunner(node=node, parent_ctx=parent, run_id=run_id).run(
+            node_input=node_input
+        )
+    elif prior.status == NodeStatus.COMPLETED or (
+        prior.status == NodeStatus.WAITING
+        and not any(i in execution.answers for i in prior.interrupt_ids)
+    ):
+        child = context_from_state(parent, node, path, prior)
+    else:
+        resume_inputs = dict(prior.resume_inputs)
+        resume_inputs.update(
+            (i, execution.answers[i]) for i in prior.interrupt_ids if i in execution.answers
+        )
+        # A retry re-runs what failed; only a run that raised itself counts an attempt.
+        retried = prior.status == NodeStatus.FAILED and prior.error is not None
+        child = await NodeRunner(
+            node=node,
+            parent_ctx=parent,
+            run_id=run_id,
+            prior_output=prior.output,
+            prior_interrupt_ids=prior.interrupt_ids,
+            attempt=prior.attempt + 1 if retried else prior.attempt,
+        ).run(node_input=prior.input, resume_inputs=resume_inputs)
+    parent.interrupt_ids |= child.interrupt_ids
+    if child.status == NodeStatus.FAILED:
+        raise ChildFailedError(child)
+    return child
+
+
+def context_from_state(parent: Context, node: BaseNode, path: str, state: NodeRunState) -> Context:
+    """A Context describing a stored run that does not execute now."""
+    ctx = Context(parent._execution, node, path, state.run_id, parent, state.attempt)
+    ctx.status = state.status
+    ctx.output = state.output
+    ctx.route = state.route
+    ctx.interrupt_ids = set(state.interrupt_ids)
+    ctx.resume_inputs = dict(state.resume_inputs)
+    ctx.error = state.error
+    return ctx

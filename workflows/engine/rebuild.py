@@ -1,0 +1,109 @@
+"""Rebuild node-run state from session events alone, to check it against the checkpoint.
+
+Leaves write an event for each outcome (status set); ancestors that only wait on or fail
+through descendants write none, so their state is derived from their descendants.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .events import Event
+from .state import NodeRunState
+from .status import NodeStatus
+
+COMPARED_STATUSES = {
+    NodeStatus.WAITING,
+    NodeStatus.COMPLETED,
+    NodeStatus.FAILED,
+    NodeStatus.CANCELLED,
+}
+
+
+def _segment(path: str) -> tuple[str, int]:
+    name, _, run_id = path.rpartition("/")[2].partition("@")
+    return name, int(run_id)
+
+
+def rebuild_node_runs(events: list[Event]) -> dict[str, NodeRunState]:
+    answered: set[str] = set()
+    raised: dict[str, set[str]] = defaultdict(set)
+    errors: dict[str, int] = defaultdict(int)
+    outcome: dict[str, Event] = {}
+    for event in events:
+        answered.update(r.id for r in event.function_responses)
+        if not event.path or event.function_responses:
+            continue
+        raised[event.path].update(event.long_running_tool_ids)
+        errors[event.path] += bool(event.error)
+        if event.status is not None:
+            outcome[event.path] = event
+    paths: set[str] = set(raised)
+    for path in list(paths):
+        parts = path.split("/")
+        paths.update("/".join(parts[:i]) for i in range(1, len(parts)))
+
+    runs: dict[str, NodeRunState] = {}
+    for path in sorted(paths, key=lambda p: -p.count("/")):  # descendants first
+        name, run_id = _segment(path)
+        children = [runs[p] for p in paths if p.rpartition("/")[0] == path]
+        event = outcome.get(path)
+        if event is not None:
+            status, output, route = event.status, event.output, event.route
+        else:
+            status, output, route = _derived_status(children), None, None
+        ids: set[str] = set()
+        if status == NodeStatus.WAITING:
+            ids = raised[path] - answered
+            for child in children:
+                ids |= child.interrupt_ids
+        failed_itself = status == NodeStatus.FAILED and errors[path] > 0
+        runs[path] = NodeRunState(
+            status=status,
+            run_id=run_id,
+            output=output,
+            interrupt_ids=ids,
+            attempt=errors[path] if failed_itself else errors[path] + 1,
+            name=name,
+            parent_path=path.rpartition("/")[0],
+            route=route,
+        )
+    return runs
+
+
+def _derived_status(children: list[NodeRunState]) -> NodeStatus:
+    statuses = {c.status for c in children}
+    for status in (NodeStatus.FAILED, NodeStatus.WAITING, NodeStatus.CANCELLED):
+        if status in statuses:
+            return status
+    return NodeStatus.RUNNING
+
+
+def checkpoint_differences(events: list[Event], node_runs: dict[str, NodeRunState]) -> list[str]:
+    """Where the checkpoint and the events disagree (empty when they agree)."""
+    rebuilt = rebuild_node_runs(events)
+    problems: list[str] = []
+    for path, state in node_runs.items():
+        if state.status not in COMPARED_STATUSES:
+            continue
+        other = rebuilt.get(path)
+        if other is None:
+            problems.append(f"{path}: {state.status} in the checkpoint, absent from events")
+            continue
+        fields: dict[str, tuple[Any, Any]] = {
+            "status": (state.status, other.status),
+            "run_id": (state.run_id, other.run_id),
+            "interrupt_ids": (set(state.interrupt_ids), other.interrupt_ids),
+            "attempt": (state.attempt, other.attempt),
+        }
+        if other.output is not None or other.route is not None:
+            fields["output"] = (state.output, other.output)
+            fields["route"] = (state.route, other.route)
+        for field, (stored, derived) in fields.items():
+            if stored != derived:
+                problems.append(f"{path}: {field} is {stored!r} stored, {derived!r} from events")
+    for path, other in rebuilt.items():
+        if other.status in COMPARED_STATUSES and path not in node_runs:
+            problems.append(f"{path}: {other.status} from events, absent from the checkpoint")
+    return problems

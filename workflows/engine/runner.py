@@ -1,0 +1,162 @@
+"""Runner: start, resume, retry and cancel invocations of one workflow on a store."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from .context import Context, Execution, new_id
+from .errors import (
+    ExecutionAbortedError,
+    InterruptNotPendingError,
+    InvocationNotFoundError,
+)
+from .events import Event, FunctionResponse, RequestInput
+from .node_runner import ChildFailedError
+from .state import Checkpoint, InvocationRecord, NodeRunState, WriteBatch
+from .status import InterruptStatus, NodeStatus
+from .store import LEASE_TTL, InMemoryStore, Store
+from .transitions import accept_responses, cancel_batch, retry_batch
+from .workflow import Workflow
+
+
+@dataclass
+class InvocationResult:
+    invocation_id: str
+    status: NodeStatus
+    output: Any = None
+    error: str | None = None
+    interrupts: dict[str, RequestInput] = field(default_factory=dict)
+    node_runs: dict[str, NodeRunState] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+
+
+class Runner:
+    """Runs invocations of `workflow` on `store` (an InMemoryStore unless given)."""
+
+    def __init__(self, workflow: Workflow, store: Store | None = None) -> None:
+        self.workflow = workflow
+        self.store: Store = store if store is not None else InMemoryStore()
+
+    async def run(
+        self,
+        node_input: Any = None,
+        *,
+        invocation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> InvocationResult:
+        """Start a new invocation and drive it until it completes, waits or fails."""
+        record = InvocationRecord(
+            id=invocation_id or new_id(),
+            workflow_name=self.workflow.name,
+            input=node_input,
+            session_id=session_id,
+        )
+        await self.store.commit(WriteBatch(record.id, invocation=record))
+        return await self.drive(record.id)
+
+    async def resume(
+        self, function_responses: list[FunctionResponse], *, actor: str | None = None
+    ) -> InvocationResult:
+        """Accept answers (all validated before anything is stored), then continue."""
+        ids = [r.id for r in function_responses]
+        while True:
+            interrupts = await self.store.load_interrupts(ids)
+            acceptance = accept_responses(
+                function_responses,
+                interrupts,
+                actor=actor,
+                workflow_name=self.workflow.name,
+                now=datetime.now(UTC),
+            )
+            try:
+                if acceptance.batch:
+                    await self.store.commit(acceptance.batch)
+                break
+            except InterruptNotPendingError:
+                continue  # answered concurrently: classify again against the new state
+        return await self.drive(acceptance.invocation_id)
+
+    async def retry(self, invocation_id: str) -> InvocationResult:
+        """Re-drive a FAILED invocation: failed nodes re-run, completed ones do not."""
+        await self.store.commit(retry_batch(await self._checkpoint(invocation_id)))
+        return await self.drive(invocation_id)
+
+    async def cancel(self, invocation_id: str, *, actor: str | None = None) -> InvocationResult:
+        checkpoint = await self._checkpoint(invocation_id)
+        await self.store.commit(cancel_batch(checkpoint, actor=actor, now=datetime.now(UTC)))
+        return await self.result(invocation_id)
+
+    async def result(self, invocation_id: str) -> InvocationResult:
+        checkpoint = await self._checkpoint(invocation_id)
+        invocation = checkpoint.invocation
+        return InvocationResult(
+            invocation_id=invocation.id,
+            status=invocation.status,
+            output=invocation.output,
+            error=invocation.error,
+            interrupts={
+                i.id: i.request
+                for i in checkpoint.interrupts.values()
+                if i.status == InterruptStatus.PENDING
+            },
+            node_runs=checkpoint.node_runs,
+            events=await self.store.load_events(invocation_id),
+        )
+
+    async def drive(self, invocation_id: str, *, wait: bool = True) -> InvocationResult:
+        """Execute whatever the invocation has to do now, under its execution lease.
+
+        With `wait=False`, return at once when another run holds the lease: that run picks
+        up any answer accepted before it releases the lease.
+        """
+        owner = new_id()
+        while True:
+            if not await self.store.acquire_lease(invocation_id, owner, LEASE_TTL):
+                if not wait:
+                    break
+                await asyncio.sleep(0.005)
+                continue
+            try:
+                await self._execute(invocation_id, owner)
+            finally:
+                more = await self.store.release_lease(invocation_id, owner)
+            if not more:
+                break
+        return await self.result(invocation_id)
+
+    async def _checkpoint(self, invocation_id: str) -> Checkpoint:
+        checkpoint = await self.store.load_checkpoint(invocation_id)
+        if checkpoint is None or checkpoint.invocation.workflow_name != self.workflow.name:
+            raise InvocationNotFoundError(invocation_id)
+        return checkpoint
+
+    async def _execute(self, invocation_id: str, lease_owner: str) -> None:
+        checkpoint = await self._checkpoint(invocation_id)
+        invocation = checkpoint.invocation
+        if invocation.status.is_final:
+            return
+        execution = Execution(
+            replace(invocation, status=NodeStatus.RUNNING),
+            self.store,
+            checkpoint.node_runs,
+            checkpoint.interrupts,
+            checkpoint.answers(),
+            lease_owner,
+        )
+        root = Context(execution)
+        try:
+            ctx = await root.run_child(self.workflow, invocation.input, run_id=1)
+            status = NodeStatus.WAITING if ctx.interrupt_ids else NodeStatus.COMPLETED
+            output, error = ctx.output, None
+        except ChildFailedError as failure:
+            status, output, error = NodeStatus.FAILED, None, failure.child.error
+        except ExecutionAbortedError:
+            return
+        finished = replace(invocation, status=status, output=output, error=error)
+        if finished != invocation:
+            execution.batch.invocation = finished
+        execution.consume(execution.answers)
+        await execution.flush()

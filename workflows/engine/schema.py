@@ -1,0 +1,69 @@
+"""Response schemas: normalisation to JSON Schema, payload unwrap, validation."""
+
+import json
+from typing import Any
+
+import jsonschema
+
+from .errors import ResponseValidationError
+
+_BUILTIN_SCHEMAS: dict[type, dict[str, str]] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    dict: {"type": "object"},
+    list: {"type": "array"},
+}
+
+
+def to_json_schema(schema: Any) -> dict[str, Any] | None:
+    """Return `schema` as a JSON Schema dict (accepts a dict, a pydantic model or a type)."""
+    if schema is None or isinstance(schema, dict):
+        return schema
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if schema in _BUILTIN_SCHEMAS:
+        return dict(_BUILTIN_SCHEMAS[schema])
+    try:
+        from pydantic import TypeAdapter
+    except ImportError:  # pragma: no cover - pydantic is optional
+        raise TypeError(
+            f"response_schema {schema!r} needs pydantic; pass a JSON Schema dict instead"
+        ) from None
+    return TypeAdapter(schema).json_schema()
+
+
+def check_schema(schema: dict[str, Any] | None) -> None:
+    """Raise jsonschema.SchemaError when `schema` is not itself a valid JSON Schema."""
+    if schema is not None:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+def unwrap_response(response: Any) -> Any:
+    """`{"result": x}` stands for x; a JSON string there is parsed. Nothing is coerced."""
+    if isinstance(response, dict) and set(response) == {"result"}:
+        response = response["result"]
+        if isinstance(response, str):
+            try:
+                return json.loads(response)
+            except ValueError:
+                return response
+    return response
+
+
+def validate_response(interrupt_id: str, schema: dict[str, Any] | None, value: Any) -> None:
+    """Raise ResponseValidationError naming the first offending field."""
+    if not schema:
+        return
+    validator_cls = jsonschema.validators.validator_for(schema)
+    error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
+    if error is None:
+        return
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [name for name in error.validator_value if name not in error.instance]
+        path = [*error.absolute_path, missing[0]] if missing else list(error.absolute_path)
+    else:
+        path = list(error.absolute_path)
+    field = ".".join(str(p) for p in path) or "response"
+    raise ResponseValidationError(interrupt_id, field, error.message)

@@ -1,0 +1,113 @@
+"""Persistent state shapes: what a store keeps and what one write batch carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .events import Event, RequestInput
+from .status import InterruptStatus, NodeStatus
+
+
+@dataclass
+class NodeRunState:
+    """The checkpoint of one node run, keyed by (invocation, path)."""
+
+    status: NodeStatus
+    run_id: int
+    output: Any = None
+    interrupt_ids: set[str] = field(default_factory=set)
+    attempt: int = 1
+    name: str = ""
+    parent_path: str = ""
+    input: Any = None
+    route: str | None = None
+    resume_inputs: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class InvocationRecord:
+    id: str
+    workflow_name: str
+    status: NodeStatus = NodeStatus.PENDING
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    session_id: str | None = None
+
+
+@dataclass
+class InterruptRecord:
+    """The index row of one interrupt: routes an answer to its invocation in O(1)."""
+
+    id: str
+    invocation_id: str
+    workflow_name: str
+    path: str
+    run_id: int
+    request: RequestInput
+    status: InterruptStatus = InterruptStatus.PENDING
+    response: Any = None
+    consumed: bool = False
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    deadline: datetime | None = None
+
+    @property
+    def holds_answer(self) -> bool:
+        """Answered (or expired with a default) and not yet applied by the engine."""
+        return not self.consumed and self.status in (
+            InterruptStatus.RESOLVED,
+            InterruptStatus.EXPIRED,
+        )
+
+
+@dataclass
+class Checkpoint:
+    """Everything needed to continue one invocation, and nothing from its history."""
+
+    invocation: InvocationRecord
+    node_runs: dict[str, NodeRunState]
+    interrupts: dict[str, InterruptRecord]  # pending, or answered and not yet consumed
+
+    def answers(self) -> dict[str, Any]:
+        return {i.id: i.response for i in self.interrupts.values() if i.holds_answer}
+
+
+@dataclass
+class Resolution:
+    """Close one pending interrupt. Stores apply it only if it is still pending."""
+
+    interrupt_id: str
+    status: InterruptStatus
+    response: Any = None
+    actor: str | None = None
+    at: datetime | None = None
+
+
+@dataclass
+class WriteBatch:
+    """One atomic write: a store commits all of it in one transaction, or none of it."""
+
+    invocation_id: str
+    invocation: InvocationRecord | None = None
+    node_runs: dict[str, NodeRunState] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    new_interrupts: list[InterruptRecord] = field(default_factory=list)
+    resolutions: list[Resolution] = field(default_factory=list)
+    consumed: set[str] = field(default_factory=set)
+    # The execution lease this write is made under: the store renews it, and refuses the
+    # write (LeaseLostError) when another owner holds it.
+    lease_owner: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.invocation
+            or self.node_runs
+            or self.events
+            or self.new_interrupts
+            or self.resolutions
+            or self.consumed
+        )

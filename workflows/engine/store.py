@@ -1,0 +1,152 @@
+"""The store protocol (what the engine needs from persistence) and InMemoryStore."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Protocol
+
+from .errors import (
+    DuplicateInterruptError,
+    InterruptNotPendingError,
+    InvocationCancelledError,
+    LeaseLostError,
+)
+from .events import Event
+from .state import Checkpoint, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .status import InterruptStatus, NodeStatus
+
+LEASE_TTL = 60.0  # seconds an execution lease lasts without a commit renewing it
+
+
+class Store(Protocol):
+    """Persistence for the engine. Reads are per invocation or per interrupt id, never
+    proportional to a session's history; every write is one atomic `commit`."""
+
+    async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
+        """The invocation, its node runs and its open (pending or unconsumed) interrupts."""
+
+    async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
+        """The interrupt rows with these ids (any status, any invocation)."""
+
+    async def load_events(self, invocation_id: str) -> list[Event]:
+        """The invocation's events, in order."""
+
+    async def commit(self, batch: WriteBatch) -> None:
+        """Apply the batch atomically. Raise InterruptNotPendingError when a resolution
+        finds its interrupt no longer pending, DuplicateInterruptError when a new interrupt
+        id exists, InvocationCancelledError when the invocation was cancelled meanwhile;
+        in each case nothing of the batch is applied."""
+
+    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> bool:
+        """Take the invocation's execution lease unless another live owner holds it."""
+
+    async def release_lease(self, invocation_id: str, owner: str) -> bool:
+        """Give the lease back; return True when the invocation is still open and holds
+        answers that no run consumed (they arrived while this run held the lease)."""
+
+
+def copy_node_run(state: NodeRunState) -> NodeRunState:
+    return replace(
+        state, interrupt_ids=set(state.interrupt_ids), resume_inputs=dict(state.resume_inputs)
+    )
+
+
+def check_batch(
+    batch: WriteBatch,
+    invocation: InvocationRecord | None,
+    interrupts: dict[str, InterruptRecord],
+) -> None:
+    """The conditions every store checks before applying a batch (see Store.commit)."""
+    cancelling = batch.invocation is not None and batch.invocation.status == NodeStatus.CANCELLED
+    if invocation is not None and invocation.status == NodeStatus.CANCELLED and not cancelling:
+        raise InvocationCancelledError(f"invocation {batch.invocation_id} was cancelled")
+    for resolution in batch.resolutions:
+        current = interrupts.get(resolution.interrupt_id)
+        if current is None or current.status != InterruptStatus.PENDING:
+            status = current.status if current else "missing"
+            raise InterruptNotPendingError(resolution.interrupt_id, status)
+    for record in batch.new_interrupts:
+        if record.id in interrupts:
+            held = interrupts[record.id]
+            raise DuplicateInterruptError(record.id, f"{held.path} of {held.invocation_id}")
+
+
+class InMemoryStore:
+    """A Store in plain dicts, for tests, benchmarks and embedding without a database."""
+
+    def __init__(self) -> None:
+        self.invocations: dict[str, InvocationRecord] = {}
+        self.node_runs: dict[str, dict[str, NodeRunState]] = {}
+        self.events: dict[str, list[Event]] = {}
+        self.interrupts: dict[str, InterruptRecord] = {}
+        self._open_interrupts: dict[str, set[str]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}
+
+    async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
+        invocation = self.invocations.get(invocation_id)
+        if invocation is None:
+            return None
+        return Checkpoint(
+            invocation=replace(invocation),
+            node_runs={path: copy_node_run(s) for path, s in self.node_runs[invocation_id].items()},
+            interrupts={
+                i: replace(self.interrupts[i]) for i in self._open_interrupts[invocation_id]
+            },
+        )
+
+    async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
+        return {i: replace(self.interrupts[i]) for i in ids if i in self.interrupts}
+
+    async def load_events(self, invocation_id: str) -> list[Event]:
+        return list(self.events.get(invocation_id, ()))
+
+    async def commit(self, batch: WriteBatch) -> None:
+        invocation_id = batch.invocation_id
+        check_batch(batch, self.invocations.get(invocation_id), self.interrupts)
+        if batch.lease_owner is not None:
+            holder = self._leases.get(invocation_id)
+            if holder is not None and holder[0] != batch.lease_owner:
+                raise LeaseLostError(f"invocation {invocation_id} is leased to another run")
+            self._leases[invocation_id] = (batch.lease_owner, time.monotonic() + LEASE_TTL)
+        if batch.invocation is not None:
+            self.invocations[invocation_id] = replace(batch.invocation)
+        runs = self.node_runs.setdefault(invocation_id, {})
+        for path, state in batch.node_runs.items():
+            runs[path] = copy_node_run(state)
+        self.events.setdefault(invocation_id, []).extend(batch.events)
+        open_ids = self._open_interrupts.setdefault(invocation_id, set())
+        for record in batch.new_interrupts:
+            self.interrupts[record.id] = replace(record)
+            open_ids.add(record.id)
+        for resolution in batch.resolutions:
+            record = self.interrupts[resolution.interrupt_id]
+            record.status = resolution.status
+            record.response = resolution.response
+            record.resolved_by = resolution.actor
+            record.resolved_at = resolution.at
+            if not record.holds_answer:
+                self._open_interrupts[record.invocation_id].discard(record.id)
+        for interrupt_id in batch.consumed:
+            record = self.interrupts.get(interrupt_id)
+            if record is not None and record.status != InterruptStatus.PENDING:
+                record.consumed = True
+                self._open_interrupts[record.invocation_id].discard(interrupt_id)
+
+    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> bool:
+        now = time.monotonic()
+        holder = self._leases.get(invocation_id)
+        if holder is not None and holder[0] != owner and holder[1] > now:
+            return False
+        self._leases[invocation_id] = (owner, now + ttl)
+        return True
+
+    async def release_lease(self, invocation_id: str, owner: str) -> bool:
+        if self._leases.get(invocation_id, (None,))[0] == owner:
+            del self._leases[invocation_id]
+        if self.invocations[invocation_id].status.is_final:
+            return False
+        return any(
+            self.interrupts[i].holds_answer for i in self._open_interrupts.get(invocation_id, ())
+        )

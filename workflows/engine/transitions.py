@@ -1,0 +1,137 @@
+"""State changes requested from outside a run: accept answers, cancel, retry.
+
+Pure functions from what is stored to the WriteBatch that records the change; the async
+Runner and the Django services both apply them, so the rules live in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from .errors import (
+    InterruptNotPendingError,
+    InvocationStateError,
+    MultipleInvocationsError,
+    ResponseValidationError,
+    UnknownInterruptError,
+)
+from .events import Event, FunctionResponse
+from .schema import unwrap_response, validate_response
+from .state import Checkpoint, InterruptRecord, Resolution, WriteBatch
+from .status import InterruptStatus, NodeStatus
+
+
+@dataclass
+class Acceptance:
+    invocation_id: str
+    batch: WriteBatch
+    accepted: dict[str, Any]  # interrupt id -> unwrapped answer; empty for a pure repeat
+
+
+def same_answer(a: Any, b: Any) -> bool:
+    """Strict JSON equality: True is not 1, "1" is not 1."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def accept_responses(
+    responses: list[FunctionResponse],
+    interrupts: dict[str, InterruptRecord],
+    *,
+    actor: str | None = None,
+    workflow_name: str | None = None,
+    now: datetime | None = None,
+) -> Acceptance:
+    """Validate a submission against the stored interrupts; raise a named error or return
+    the batch that records it (user events, resolutions). Nothing is written here."""
+    if not responses:
+        raise ResponseValidationError(None, "function_responses", "at least one is required")
+    answers: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for response in responses:
+        record = interrupts.get(response.id)
+        if record is None or (workflow_name and record.workflow_name != workflow_name):
+            raise UnknownInterruptError(response.id)
+        value = unwrap_response(response.response)
+        if response.id in answers and not same_answer(answers[response.id], value):
+            raise ResponseValidationError(
+                response.id, "response", "two different answers in one submission"
+            )
+        answers[response.id] = value
+        names[response.id] = response.name
+    invocation_ids = {interrupts[i].invocation_id for i in answers}
+    if len(invocation_ids) > 1:
+        raise MultipleInvocationsError(list(invocation_ids))
+    (invocation_id,) = invocation_ids
+
+    accepted: dict[str, Any] = {}
+    for interrupt_id, value in answers.items():
+        record = interrupts[interrupt_id]
+        if record.status == InterruptStatus.PENDING:
+            validate_response(interrupt_id, record.request.response_schema, value)
+            accepted[interrupt_id] = value
+        elif record.status == InterruptStatus.RESOLVED:
+            if not same_answer(record.response, value):
+                raise InterruptNotPendingError(
+                    interrupt_id, record.status, "it was already answered differently"
+                )
+        else:
+            raise InterruptNotPendingError(interrupt_id, record.status)
+
+    batch = WriteBatch(invocation_id)
+    for interrupt_id, value in accepted.items():
+        record = interrupts[interrupt_id]
+        batch.events.append(
+            Event(
+                author="user",
+                invocation_id=invocation_id,
+                path=record.path,
+                run_id=record.run_id,
+                function_responses=[FunctionResponse(interrupt_id, names[interrupt_id], value)],
+            )
+        )
+        batch.resolutions.append(
+            Resolution(interrupt_id, InterruptStatus.RESOLVED, value, actor, now)
+        )
+    return Acceptance(invocation_id, batch, accepted)
+
+
+def cancel_batch(
+    checkpoint: Checkpoint, *, actor: str | None = None, now: datetime | None = None
+) -> WriteBatch:
+    """Cancel every unfinished node run and pending interrupt, and the invocation."""
+    invocation = checkpoint.invocation
+    if invocation.status in (NodeStatus.COMPLETED, NodeStatus.CANCELLED):
+        raise InvocationStateError(invocation.id, invocation.status, "cancel")
+    batch = WriteBatch(invocation.id, invocation=replace(invocation, status=NodeStatus.CANCELLED))
+    for path, state in checkpoint.node_runs.items():
+        if not state.status.is_final:
+            batch.node_runs[path] = replace(state, status=NodeStatus.CANCELLED)
+            batch.events.append(
+                Event(
+                    author=state.name,
+                    invocation_id=invocation.id,
+                    path=path,
+                    run_id=state.run_id,
+                    output=state.output,
+                    route=state.route,
+                    status=NodeStatus.CANCELLED,
+                )
+            )
+    for record in checkpoint.interrupts.values():
+        if record.status == InterruptStatus.PENDING:
+            batch.resolutions.append(
+                Resolution(record.id, InterruptStatus.CANCELLED, actor=actor, at=now)
+            )
+    return batch
+
+
+def retry_batch(checkpoint: Checkpoint) -> WriteBatch:
+    """Reopen a FAILED invocation; the next drive re-runs its failed node runs."""
+    invocation = checkpoint.invocation
+    if invocation.status != NodeStatus.FAILED:
+        raise InvocationStateError(invocation.id, invocation.status, "retry")
+    reopened = replace(invocation, status=NodeStatus.PENDING, error=None)
+    return WriteBatch(invocation.id, invocation=reopened)

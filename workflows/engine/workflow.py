@@ -1,0 +1,238 @@
+"""Workflow: a graph of nodes that is itself a node."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .context import Context, child_path
+from .errors import DefinitionChangedError, GraphError, NodeOutputError
+from .nodes import START, BaseNode, JoinNode, ParallelWorker, as_node
+from .state import NodeRunState
+from .status import NodeStatus
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    route: str | None = None
+
+
+class Workflow(BaseNode):
+    """`Workflow(name=..., edges=[...])`.
+
+    Each edge is a tuple chaining nodes, `("START", a, b)`; a dict as its last item routes,
+    `(a, {"approve": b, "reject": c})` (a value may also be a list of nodes). Functions
+    are wrapped as nodes; a node may be referred to again by its name.
+    """
+
+    rerun_on_resume = True
+    checkpoint_before_run = False
+
+    def __init__(self, name: str, edges: list[tuple[Any, ...]]) -> None:
+        super().__init__(name)
+        self.nodes: dict[str, BaseNode] = {}
+        self.edges: list[Edge] = []
+        self._wrapped: dict[int, BaseNode] = {}
+        self._out: dict[str, list[Edge]] = defaultdict(list)
+        self.predecessors: dict[str, list[str]] = defaultdict(list)
+        for spec in edges:
+            self._add_edge_spec(spec)
+        if not self._out.get(START):
+            raise GraphError(f"workflow {name!r} has no edge from START")
+
+    def _add_edge_spec(self, spec: Any) -> None:
+        items = list(spec) if isinstance(spec, (tuple, list)) else [spec]
+        if len(items) < 2:
+            raise GraphError(f"edge {spec!r} needs at least two items")
+        for index, (source, target) in enumerate(itertools.pairwise(items)):
+            if isinstance(source, dict):
+                raise GraphError(f"edge {spec!r}: a routing dict must be the last item")
+            source_name = self._resolve(source)
+            if isinstance(target, dict):
+                if index != len(items) - 2:
+                    raise GraphError(f"edge {spec!r}: a routing dict must be the last item")
+                for route, targets in target.items():
+                    group = targets if isinstance(targets, (list, tuple)) else [targets]
+                    for routed in group:
+                        self._connect(source_name, self._resolve(routed), str(route))
+            else:
+                self._connect(source_name, self._resolve(target), None)
+
+    def _resolve(self, item: Any) -> str:
+        if item is START or item == START:
+            return START
+        if isinstance(item, str):
+            if item not in self.nodes:
+                raise GraphError(f"workflow {self.name!r}: no node named {item!r} yet")
+            return item
+        node = self._wrapped.get(id(item))
+        if node is None:
+            node = as_node(item)
+            self._wrapped[id(item)] = node
+        known = self.nodes.setdefault(node.name, node)
+        if known is not node:
+            raise GraphError(f"workflow {self.name!r}: two different nodes named {node.name!r}")
+        return node.name
+
+    def _connect(self, source: str, target: str, route: str | None) -> None:
+        if target == START:
+            raise GraphError(f"workflow {self.name!r}: START cannot be an edge target")
+        edge = Edge(source, target, route)
+        if edge in self._out[source]:
+            return
+        self.edges.append(edge)
+        self._out[source].append(edge)
+        if source not in self.predecessors[target]:
+            self.predecessors[target].append(source)
+
+    def successors(self, source: str, route: str | None) -> list[BaseNode]:
+        """Targets of the edges that fire: unrouted ones always, routed ones on a match."""
+        return [
+            self.nodes[e.target]
+            for e in self._out.get(source, ())
+            if e.route is None or e.route == route
+        ]
+
+    def is_terminal(self, name: str) -> bool:
+        return not self._out.get(name)
+
+    def graph(self) -> dict[str, Any]:
+        """A JSON-ready description of the graph (nodes with their kind, and edges)."""
+        return {
+            "name": self.name,
+            "nodes": [
+                {"name": START, "kind": "start"},
+                *({"name": n.name, "kind": node_kind(n)} for n in self.nodes.values()),
+            ],
+            "edges": [
+                {"source": e.source, "target": e.target, "route": e.route} for e in self.edges
+            ],
+        }
+
+    async def run(self, ctx: Context, node_input: Any) -> None:
+        await _Scheduler(self, ctx).run(node_input)
+
+
+def node_kind(node: BaseNode) -> str:
+    if isinstance(node, Workflow):
+        return "workflow"
+    if isinstance(node, JoinNode):
+        return "join"
+    if isinstance(node, ParallelWorker):
+        return "parallel_worker"
+    return "node"
+
+
+class _Scheduler:
+    """Drives one workflow node run: dispatches triggered children, resumes waiting ones,
+    and on re-entry continues from the children's checkpoints."""
+
+    def __init__(self, workflow: Workflow, ctx: Context) -> None:
+        self.workflow = workflow
+        self.ctx = ctx
+        self.execution = ctx._execution
+        self.tasks: dict[asyncio.Future[Context], BaseNode] = {}
+        self.open_joins: dict[str, str] = {}  # join name -> path of its collecting run
+
+    async def run(self, node_input: Any) -> None:
+        existing = self.execution.children.get(self.ctx.path)
+        if existing:
+            self._reenter(list(existing))
+        else:
+            for target in self.workflow.successors(START, None):
+                self._dispatch(target, node_input, START)
+        try:
+            while self.tasks:
+                done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
+                failure: BaseException | None = None
+                for task in done:
+                    node = self.tasks.pop(task)
+                    if task.exception() is not None:
+                        failure = failure or task.exception()
+                        continue
+                    child = task.result()
+                    if child.status == NodeStatus.COMPLETED:
+                        self._completed(node, child)
+                if failure is not None:
+                    raise failure
+        except BaseException:
+            await self._cancel_all()
+            raise
+
+    def _reenter(self, paths: list[str]) -> None:
+        for path in paths:
+            state = self.execution.node_runs[path]
+            node = self.workflow.nodes.get(state.name)
+            if node is None:
+                raise DefinitionChangedError(
+                    f"workflow {self.workflow.name!r} no longer has a node {state.name!r} "
+                    f"(stored run {path})"
+                )
+            if state.status == NodeStatus.COMPLETED:
+                continue
+            if isinstance(node, JoinNode) and state.status == NodeStatus.PENDING:
+                self._collect(node, path, state)
+            else:
+                self._start(node, state.input, state.run_id)
+
+    def _completed(self, node: BaseNode, child: Context) -> None:
+        if self.workflow.is_terminal(node.name) and child.output is not None:
+            if self.ctx.output is not None:
+                raise NodeOutputError(
+                    f"workflow {self.workflow.name!r} got a second terminal output, "
+                    f"from {child.path}"
+                )
+            self.ctx.output = child.output
+            own = self.execution.node_runs[self.ctx.path]
+            self.execution.save(self.ctx.path, replace(own, output=child.output))
+        for target in self.workflow.successors(node.name, child.route):
+            self._dispatch(target, child.output, node.name)
+
+    def _dispatch(self, target: BaseNode, value: Any, source: str) -> None:
+        """A fresh trigger: a new run_id, saved PENDING in the same batch as its cause."""
+        if isinstance(target, JoinNode):
+            path = self.open_joins.get(target.name)
+            state = self.execution.node_runs[path] if path else None
+            if state is None or source in state.input:
+                state = self._new_child(target, {})
+            path = child_path(self.ctx.path, target.name, state.run_id)
+            state = replace(state, input={**state.input, source: value})
+            self.execution.save(path, state)
+            self._collect(target, path, state)
+            return
+        state = self._new_child(target, value)
+        self._start(target, value, state.run_id)
+
+    def _new_child(self, node: BaseNode, value: Any) -> NodeRunState:
+        run_id = self.execution.next_run_id(self.ctx.path, node.name)
+        state = NodeRunState(
+            NodeStatus.PENDING, run_id, name=node.name, parent_path=self.ctx.path, input=value
+        )
+        self.execution.save(child_path(self.ctx.path, node.name, run_id), state)
+        return state
+
+    def _collect(self, join: JoinNode, path: str, state: NodeRunState) -> None:
+        predecessors = self.workflow.predecessors[join.name]
+        if all(p in state.input for p in predecessors):
+            self.open_joins.pop(join.name, None)
+            inputs = {p: state.input[p] for p in predecessors}
+            self.execution.save(path, replace(state, input=inputs))
+            self._start(join, inputs, state.run_id)
+        else:
+            self.open_joins[join.name] = path
+
+    def _start(self, node: BaseNode, value: Any, run_id: int) -> None:
+        task = asyncio.ensure_future(self.ctx.run_child(node, value, run_id))
+        self.tasks[task] = node
+
+    async def _cancel_all(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
