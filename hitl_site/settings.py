@@ -159,7 +159,10 @@ CELERY_BEAT_SCHEDULE = {
 # --- HITL -------------------------------------------------------------------------------------
 
 # One settings dict for the app; every key is optional (defaults live in workflows/conf.py).
-# HITL = {}
+HITL = {
+    # The demo workflows live in the project package, which is not an installed app.
+    "WORKFLOW_MODULES": ["hitl_site.workflows"],
+}
 
 # --- REST framework ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ def child_path(parent_path: str, name: str, run_id: int) -> str:
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    return str(uuid.uuid4())
 
 
 class Execution:

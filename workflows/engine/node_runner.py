@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from .context import Context, Execution, child_path, new_id
@@ -216,6 +217,7 @@ class NodeRunner:
         execution = ctx._execution
         status = ctx.status
         if status == NodeStatus.WAITING:
+            now = datetime.now(UTC)
             for request in ctx.requests:
                 record = InterruptRecord(
                     id=request.interrupt_id,
@@ -224,6 +226,7 @@ class NodeRunner:
                     path=ctx.path,
                     run_id=ctx.run_id,
                     request=request,
+                    deadline=now + request.timeout if request.timeout else None,
                 )
                 execution.interrupts[record.id] = record
                 execution.batch.new_interrupts.append(record)

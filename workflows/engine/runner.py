@@ -106,7 +106,12 @@ class Runner:
             events=await self.store.load_events(invocation_id),
         )
 
-    async def drive(self, invocation_id: str, *, wait: bool = True) -> InvocationResult:
+    async def drive(self, invocation_id: str) -> InvocationResult:
+        """Advance the invocation (see `advance`) and return its result."""
+        await self.advance(invocation_id)
+        return await self.result(invocation_id)
+
+    async def advance(self, invocation_id: str, *, wait: bool = True) -> None:
         """Execute whatever the invocation has to do now, under its execution lease.
 
         With `wait=False`, return at once when another run holds the lease: that run picks
@@ -125,7 +130,6 @@ class Runner:
                 more = await self.store.release_lease(invocation_id, owner)
             if not more:
                 break
-        return await self.result(invocation_id)
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:
         checkpoint = await self.store.load_checkpoint(invocation_id)

@@ -18,7 +18,7 @@ from .errors import (
     ResponseValidationError,
     UnknownInterruptError,
 )
-from .events import Event, FunctionResponse
+from .events import DefaultResponse, Event, FunctionResponse
 from .schema import unwrap_response, validate_response
 from .state import Checkpoint, InterruptRecord, Resolution, WriteBatch
 from .status import InterruptStatus, NodeStatus
@@ -135,3 +135,49 @@ def retry_batch(checkpoint: Checkpoint) -> WriteBatch:
         raise InvocationStateError(invocation.id, invocation.status, "retry")
     reopened = replace(invocation, status=NodeStatus.PENDING, error=None)
     return WriteBatch(invocation.id, invocation=reopened)
+
+
+def expire_batch(checkpoint: Checkpoint, interrupt_id: str, now: datetime) -> WriteBatch:
+    """Apply an overdue interrupt's timeout policy: answer it with its DefaultResponse, or
+    fail the waiting node (and so the invocation); a retry then asks again."""
+    invocation = checkpoint.invocation
+    record = checkpoint.interrupts[interrupt_id]
+    batch = WriteBatch(invocation.id)
+    policy = record.request.on_timeout
+    if isinstance(policy, DefaultResponse):
+        batch.resolutions.append(
+            Resolution(interrupt_id, InterruptStatus.EXPIRED, policy.response, at=now)
+        )
+        batch.events.append(
+            Event(
+                author="timeout",
+                invocation_id=invocation.id,
+                path=record.path,
+                run_id=record.run_id,
+                function_responses=[FunctionResponse(interrupt_id, "timeout", policy.response)],
+            )
+        )
+        return batch
+    error = f"interrupt {interrupt_id!r} expired at its deadline"
+    batch.resolutions.append(Resolution(interrupt_id, InterruptStatus.EXPIRED, at=now))
+    waiting = checkpoint.node_runs.get(record.path)
+    if invocation.status.is_final or waiting is None or waiting.status.is_final:
+        return batch
+    batch.node_runs[record.path] = replace(waiting, status=NodeStatus.FAILED, error=error)
+    batch.events.append(
+        Event(
+            author=waiting.name,
+            invocation_id=invocation.id,
+            path=record.path,
+            run_id=record.run_id,
+            error=error,
+            status=NodeStatus.FAILED,
+        )
+    )
+    ancestor = waiting.parent_path
+    while ancestor:
+        state = checkpoint.node_runs[ancestor]
+        batch.node_runs[ancestor] = replace(state, status=NodeStatus.FAILED, error=None)
+        ancestor = state.parent_path
+    batch.invocation = replace(invocation, status=NodeStatus.FAILED, error=error)
+    return batch

@@ -1,0 +1,43 @@
+"""The `HITL = {...}` settings dict, read through one object with defaults."""
+
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+
+DEFAULTS: dict[str, Any] = {
+    # Extra modules to import for workflow definitions (besides each app's workflows.py).
+    "WORKFLOW_MODULES": [],
+    # Seconds an execution lease lasts; every checkpoint renews it.
+    "LEASE_SECONDS": 60,
+    # Deliveries of one run task that never finish before the invocation is failed
+    # (a poison message that kills its worker cannot loop forever).
+    "MAX_DELIVERIES": 5,
+    # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
+    "STALLED_AFTER_SECONDS": 30,
+}
+
+
+class HitlSettings:
+    """Attribute access to HITL settings: `hitl_settings.LEASE_SECONDS`."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"unknown HITL setting {name!r}")
+        value = getattr(settings, "HITL", {}).get(name, DEFAULTS[name])
+        self.__dict__[name] = value
+        return value
+
+    def reload(self) -> None:
+        self.__dict__.clear()
+
+
+hitl_settings = HitlSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "HITL":
+        hitl_settings.reload()
+
+
+setting_changed.connect(_reload)

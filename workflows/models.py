@@ -1,0 +1,169 @@
+"""Durable state: sessions, invocations, node-run checkpoints, events and interrupts."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from .engine.status import InterruptStatus, NodeStatus
+
+STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
+INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
+OPEN_STATUSES = [NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.WAITING]
+
+
+class Session(models.Model):
+    """Groups the invocations of one conversation or case."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"session {self.id}"
+
+
+class Invocation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="invocations")
+    workflow_name = models.CharField(max_length=200)
+    workflow_version = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=NodeStatus.PENDING)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # One engine execution at a time: the owner renews the lease at every checkpoint.
+    lease_owner = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Run-task deliveries that started and did not finish (poison-message guard).
+    unfinished_deliveries = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="hitl_inv_status"),
+            models.Index(fields=["workflow_name", "status"], name="hitl_inv_workflow"),
+            models.Index(
+                fields=["updated_at"],
+                name="hitl_inv_open",
+                condition=Q(status__in=OPEN_STATUSES),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_name} {self.id} ({self.status})"
+
+
+class NodeRun(models.Model):
+    """The checkpoint of one node run: what resume reloads, keyed by (invocation, path)."""
+
+    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="node_runs")
+    path = models.CharField(max_length=1000)
+    parent_path = models.CharField(max_length=1000, blank=True)
+    name = models.CharField(max_length=200)
+    run_id = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    route = models.CharField(max_length=200, blank=True)
+    interrupt_ids = models.JSONField(default=list, blank=True)
+    resume_inputs = models.JSONField(default=dict, blank=True)
+    attempt = models.PositiveIntegerField(default=1)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["invocation", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["invocation", "path"], name="hitl_noderun_path")
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class SessionEvent(models.Model):
+    """Append-only history; the id orders it."""
+
+    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="events")
+    author = models.CharField(max_length=200)
+    path = models.CharField(max_length=1000, blank=True)
+    run_id = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    route = models.CharField(max_length=200, blank=True)
+    function_calls = models.JSONField(default=list, blank=True)
+    function_responses = models.JSONField(default=list, blank=True)
+    long_running_tool_ids = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    timestamp = models.FloatField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["invocation", "id"], name="hitl_event_invocation")]
+
+    def __str__(self) -> str:
+        return f"{self.author} @ {self.path or '-'}"
+
+
+class Interrupt(models.Model):
+    """A question waiting for an answer. Its id is the FunctionCall id; it routes an
+    answer to its invocation without reading any history."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="interrupts")
+    workflow_name = models.CharField(max_length=200)
+    path = models.CharField(max_length=1000)
+    run_id = models.PositiveIntegerField()
+    message = models.TextField(blank=True)
+    payload = models.JSONField(null=True, blank=True)
+    response_schema = models.JSONField(null=True, blank=True)
+    assignees = models.JSONField(default=list, blank=True)
+    status = models.CharField(
+        max_length=16, choices=INTERRUPT_STATUS_CHOICES, default=InterruptStatus.PENDING
+    )
+    deadline = models.DateTimeField(null=True, blank=True)
+    timeout_seconds = models.FloatField(null=True, blank=True)
+    on_timeout = models.JSONField(default="fail", blank=True)
+    response = models.JSONField(null=True, blank=True)
+    consumed = models.BooleanField(default=False)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),
+            models.Index(fields=["invocation", "status"], name="hitl_interrupt_invocation"),
+            models.Index(
+                fields=["deadline"],
+                name="hitl_interrupt_deadline",
+                condition=Q(status=InterruptStatus.PENDING, deadline__isnull=False),
+            ),
+            models.Index(
+                fields=["invocation"],
+                name="hitl_interrupt_unconsumed",
+                condition=Q(
+                    consumed=False, status__in=[InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"

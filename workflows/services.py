@@ -1,0 +1,225 @@
+"""The one write path: start, submit_function_responses, cancel, retry (and the worker's
+execute, expiry and recovery). Each change is one transaction; Celery work is enqueued
+on commit; bad input raises a named error and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from .conf import hitl_settings
+from .engine.errors import (
+    DefinitionChangedError,
+    InvocationNotFoundError,
+    ResponseValidationError,
+)
+from .engine.events import FunctionResponse
+from .engine.runner import Runner
+from .engine.state import WriteBatch
+from .engine.status import InterruptStatus, NodeStatus
+from .engine.transitions import accept_responses, cancel_batch, expire_batch, retry_batch
+from .models import OPEN_STATUSES, Interrupt, Invocation, NodeRun, Session
+from .registry import registry
+from .store import ANSWERED, DjangoStore
+
+
+def store() -> DjangoStore:
+    return DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS)
+
+
+def _enqueue_run(invocation_id: Any) -> None:
+    from .tasks import run_invocation
+
+    transaction.on_commit(lambda: run_invocation.apply_async(args=[str(invocation_id)]))
+
+
+def _actor_id(actor: Any) -> Any:
+    if actor is None or not getattr(actor, "is_authenticated", True):
+        return None
+    return getattr(actor, "pk", actor)
+
+
+def _ensure_json(value: Any, field: str) -> None:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ResponseValidationError(None, field, f"must be JSON-serializable ({exc})") from None
+
+
+def start(
+    workflow_name: str,
+    node_input: Any = None,
+    *,
+    user: Any = None,
+    session: Session | None = None,
+) -> Invocation:
+    """Create an invocation of the latest registered version and enqueue its first run."""
+    definition = registry.get(workflow_name)
+    _ensure_json(node_input, "input")
+    with transaction.atomic():
+        if session is None:
+            session = Session.objects.create(created_by_id=_actor_id(user))
+        invocation = Invocation.objects.create(
+            session=session,
+            workflow_name=definition.name,
+            workflow_version=definition.version,
+            input=node_input,
+            started_by_id=_actor_id(user),
+        )
+        _enqueue_run(invocation.pk)
+    return invocation
+
+
+def _as_function_response(value: Any) -> FunctionResponse:
+    if isinstance(value, FunctionResponse):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("id"), str) and value["id"]:
+        return FunctionResponse(value["id"], str(value.get("name") or ""), value.get("response"))
+    raise ResponseValidationError(None, "id", "each function response needs a non-empty id")
+
+
+def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) -> Invocation:
+    """Accept answers to pending interrupts of one invocation and enqueue its resume.
+
+    Raises UnknownInterruptError, InterruptNotPendingError, ResponseValidationError or
+    MultipleInvocationsError before storing anything. An identical repeat of an accepted
+    answer is a success that changes nothing.
+    """
+    responses = [_as_function_response(r) for r in responses]
+    for response in responses:
+        _ensure_json(response.response, "response")
+    db = store()
+    with transaction.atomic():
+        interrupts = db.load_interrupts_sync([r.id for r in responses], lock=True)
+        acceptance = accept_responses(
+            responses, interrupts, actor=_actor_id(actor), now=timezone.now()
+        )
+        if acceptance.batch:
+            db.commit_sync(acceptance.batch)
+            _enqueue_run(acceptance.invocation_id)
+    return Invocation.objects.get(pk=acceptance.invocation_id)
+
+
+def _locked_checkpoint(db: DjangoStore, invocation: Invocation | Any) -> Any:
+    invocation_id = getattr(invocation, "pk", invocation)
+    checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
+    if checkpoint is None:
+        raise InvocationNotFoundError(invocation_id)
+    return checkpoint
+
+
+def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
+    """Cancel: pending interrupts become cancelled, a running execution stops at its next
+    checkpoint, the invocation ends CANCELLED."""
+    db = store()
+    with transaction.atomic():
+        checkpoint = _locked_checkpoint(db, invocation)
+        db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
+    return Invocation.objects.get(pk=checkpoint.invocation.id)
+
+
+def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
+    """Re-drive a FAILED invocation: its failed node runs re-run, completed ones do not."""
+    db = store()
+    with transaction.atomic():
+        checkpoint = _locked_checkpoint(db, invocation)
+        db.commit_sync(retry_batch(checkpoint))
+        Invocation.objects.filter(pk=checkpoint.invocation.id).update(
+            finished_at=None, unfinished_deliveries=0
+        )
+        _enqueue_run(checkpoint.invocation.id)
+    return Invocation.objects.get(pk=checkpoint.invocation.id)
+
+
+def fail(invocation_id: Any, error: str) -> None:
+    """Mark an open invocation FAILED (a poison task, an incompatible definition)."""
+    db = store()
+    with transaction.atomic():
+        checkpoint = _locked_checkpoint(db, invocation_id)
+        record = checkpoint.invocation
+        if record.status.is_final:
+            return
+        record.status, record.error = NodeStatus.FAILED, error
+        db.commit_sync(WriteBatch(record.id, invocation=record))
+
+
+def execute(invocation_id: str) -> None:
+    """Run the engine for an invocation until it waits or finishes (the worker's job).
+
+    Counts deliveries that start and never finish: past HITL["MAX_DELIVERIES"] (a task
+    that kills its worker every time) the invocation fails instead of looping forever.
+    """
+    rows = Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES)
+    if not rows.update(unfinished_deliveries=F("unfinished_deliveries") + 1):
+        return
+    row = rows.values("workflow_name", "workflow_version", "unfinished_deliveries").first()
+    if row is None:
+        return
+    if row["unfinished_deliveries"] > hitl_settings.MAX_DELIVERIES:
+        fail(invocation_id, f"gave up after {hitl_settings.MAX_DELIVERIES} unfinished runs")
+        return
+    try:
+        workflow = registry.for_invocation(
+            row["workflow_name"],
+            row["workflow_version"],
+            lambda: NodeRun.objects.filter(invocation_id=invocation_id).values_list(
+                "path", flat=True
+            ),
+        )
+    except (DefinitionChangedError, LookupError) as exc:
+        fail(invocation_id, f"{type(exc).__name__}: {exc}")
+        return
+    async_to_sync(Runner(workflow, store=store()).advance)(str(invocation_id), wait=False)
+    Invocation.objects.filter(pk=invocation_id).update(unfinished_deliveries=0)
+
+
+def expire_overdue_interrupts(now: datetime | None = None) -> int:
+    """Expire each pending interrupt past its deadline exactly once and apply its policy."""
+    now = now or timezone.now()
+    overdue = Interrupt.objects.filter(status=InterruptStatus.PENDING, deadline__lte=now)
+    db = store()
+    expired = 0
+    for interrupt_id, invocation_id in overdue.values_list("id", "invocation_id")[:500]:
+        with transaction.atomic():
+            checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
+            record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
+            if record is None or record.status != InterruptStatus.PENDING:
+                continue  # answered or expired meanwhile
+            db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
+            _enqueue_run(invocation_id)
+        expired += 1
+    return expired
+
+
+def recover_stalled(now: datetime | None = None) -> int:
+    """Re-enqueue open invocations nobody is running: stale with no live lease, or holding
+    answers no run consumed (accepted while the broker was down, or a worker died)."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
+    unleased = Q(lease_owner="") | Q(lease_expires_at__lt=now)
+    stalled = Invocation.objects.filter(
+        unleased, status__in=[NodeStatus.PENDING, NodeStatus.RUNNING], updated_at__lt=stale
+    ).values_list("pk", flat=True)
+    unconsumed = (
+        Interrupt.objects.filter(
+            consumed=False,
+            status__in=ANSWERED,
+            resolved_at__lt=stale,
+            invocation__status__in=OPEN_STATUSES,
+        )
+        .filter(Q(invocation__lease_owner="") | Q(invocation__lease_expires_at__lt=now))
+        .values_list("invocation_id", flat=True)
+    )
+    invocation_ids = set(stalled[:1000]) | set(unconsumed[:1000])
+    from .tasks import run_invocation
+
+    for invocation_id in invocation_ids:
+        run_invocation.apply_async(args=[str(invocation_id)])
+    return len(invocation_ids)

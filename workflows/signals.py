@@ -1,0 +1,45 @@
+"""Signals sent after the transaction that caused them commits.
+
+- interrupt_opened(interrupt_id, invocation_id): a node asked a question.
+- interrupt_resolved(interrupt_id, invocation_id, status): answered, expired or cancelled.
+- invocation_finished(invocation_id, status): COMPLETED, FAILED or CANCELLED.
+"""
+
+from django.db import transaction
+from django.dispatch import Signal
+
+from .engine.state import WriteBatch
+
+interrupt_opened = Signal()
+interrupt_resolved = Signal()
+invocation_finished = Signal()
+
+
+def announce(batch: WriteBatch, using: str) -> None:
+    """Queue the signals a committed batch implies; they fire on commit."""
+    invocation_id = batch.invocation_id
+    for record in batch.new_interrupts:
+        transaction.on_commit(
+            lambda i=record.id: interrupt_opened.send(
+                sender=WriteBatch, interrupt_id=i, invocation_id=invocation_id
+            ),
+            using=using,
+        )
+    for resolution in batch.resolutions:
+        transaction.on_commit(
+            lambda r=resolution: interrupt_resolved.send(
+                sender=WriteBatch,
+                interrupt_id=r.interrupt_id,
+                invocation_id=invocation_id,
+                status=str(r.status),
+            ),
+            using=using,
+        )
+    if batch.invocation is not None and batch.invocation.status.is_final:
+        status = str(batch.invocation.status)
+        transaction.on_commit(
+            lambda: invocation_finished.send(
+                sender=WriteBatch, invocation_id=invocation_id, status=status
+            ),
+            using=using,
+        )
