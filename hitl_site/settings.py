@@ -136,7 +136,7 @@ if CELERY_BROKER_URL:
     CELERY_TASK_ALWAYS_EAGER = False
 else:
     # Embedded default: tasks run in-process (after commit), no broker needed.
-    CELERY_BROKER_URL = "memory://"
+    CELERY_BROKER_URL = "memory://localhost/"
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = True
 

@@ -137,7 +137,7 @@ class Interrupt(models.Model):
     )
     deadline = models.DateTimeField(null=True, blank=True)
     timeout_seconds = models.FloatField(null=True, blank=True)
-    on_timeout = models.JSONField(default="fail", blank=True)
+    on_timeout = models.JSONField(null=True, blank=True, help_text="null: fail on timeout")
     response = models.JSONField(null=True, blank=True)
     consumed = models.BooleanField(default=False)
     resolved_by = models.ForeignKey(

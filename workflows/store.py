@@ -24,7 +24,7 @@ from .engine.errors import (
     InvocationCancelledError,
     LeaseLostError,
 )
-from .engine.events import Event, FunctionCall, FunctionResponse, RequestInput
+from .engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionResponse, RequestInput
 from .engine.state import Checkpoint, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
 from .engine.status import InterruptStatus, NodeStatus
 from .models import Interrupt, Invocation, NodeRun, Session, SessionEvent
@@ -147,7 +147,7 @@ def interrupt_row(record: InterruptRecord) -> Interrupt:
         payload=request["payload"],
         response_schema=request["response_schema"],
         timeout_seconds=request["timeout"],
-        on_timeout=request["on_timeout"],
+        on_timeout=None if request["on_timeout"] == FAIL_ON_TIMEOUT else request["on_timeout"],
         deadline=record.deadline,
         status=record.status,
     )
