@@ -15,6 +15,10 @@ from .schema import check_schema, to_json_schema
 from .state import InterruptRecord, NodeRunState
 from .status import InterruptStatus, NodeStatus
 
+# Prior statuses after which a run that only keeps waiting writes no event: its last
+# outcome event (if any) already says WAITING.
+_SILENT_WAIT_AFTER = {None, NodeStatus.PENDING, NodeStatus.WAITING}
+
 
 class ChildFailedError(Exception):
     """A child run failed; its error event is already written on the child's path."""
@@ -48,6 +52,7 @@ class NodeRunner:
         self.prior_output = prior_output
         self.prior_interrupt_ids = set(prior_interrupt_ids or ())
         self.attempt = attempt
+        self._prior_status: NodeStatus | None = None
 
     async def run(
         self, *, node_input: Any = None, resume_inputs: dict[str, Any] | None = None
@@ -58,6 +63,7 @@ class NodeRunner:
         run_id = self.run_id or execution.next_run_id(parent.path, node.name)
         path = child_path(parent.path, node.name, run_id)
         prior = execution.node_runs.get(path)
+        self._prior_status = prior.status if prior else None
         attempt = self.attempt or (prior.attempt if prior else 1)
         resume_inputs = dict(resume_inputs or {})
         carried_ids = self.prior_interrupt_ids - resume_inputs.keys()
@@ -70,6 +76,10 @@ class NodeRunner:
         def save(status: NodeStatus, error: str | None = None) -> None:
             ctx.status = status
             ctx.error = error
+            if status.is_final:
+                # A finished run waits on nothing (ids it raised before failing were
+                # never opened); on retry its still-pending ids come from the index.
+                ctx.interrupt_ids = set()
             execution.save(
                 path,
                 NodeRunState(
@@ -105,9 +115,9 @@ class NodeRunner:
             ctx.interrupt_ids = set(carried_ids)
             ctx.requests, ctx.recorded_call_ids = [], set()
             save(NodeStatus.RUNNING)
-            if node.checkpoint_before_run:
-                await execution.flush()
             try:
+                if node.checkpoint_before_run:
+                    await execution.flush()
                 await self._execute(ctx, node_input)
                 await self._check_new_interrupts(ctx)
             except ExecutionAbortedError:
@@ -235,8 +245,16 @@ class NodeRunner:
                 for r in ctx.requests
                 if r.interrupt_id not in ctx.recorded_call_ids
             ]
-            if not calls and ctx.output is None and not ctx.requests:
-                return  # only waiting on descendants: ancestors emit no interrupt events
+            if (
+                not calls
+                and ctx.output is None
+                and not ctx.requests
+                and self._prior_status in _SILENT_WAIT_AFTER
+            ):
+                # Waiting on descendants or on ids its events already show: nothing to
+                # record. After a failed or cancelled outcome, the WAITING event is
+                # written so the events rebuild the new state.
+                return
             event = Event(
                 function_calls=calls,
                 long_running_tool_ids=[c.id for c in calls],
@@ -264,10 +282,18 @@ async def run_child(parent: Context, node: BaseNode, node_input: Any, run_id: in
     ):
         child = context_from_state(parent, node, path, prior)
     else:
+        prior_ids = prior.interrupt_ids
+        if prior.status.is_final:
+            # A failed or cancelled run stores no ids; on retry it still waits on its
+            # interrupts that are pending or answered since (those become resume inputs).
+            prior_ids = {
+                i
+                for i, record in execution.interrupts.items()
+                if record.path == path
+                and (record.status == InterruptStatus.PENDING or i in execution.answers)
+            }
         resume_inputs = dict(prior.resume_inputs)
-        resume_inputs.update(
-            (i, execution.answers[i]) for i in prior.interrupt_ids if i in execution.answers
-        )
+        resume_inputs.update((i, execution.answers[i]) for i in prior_ids if i in execution.answers)
         # A retry re-runs what failed; only a run that raised itself counts an attempt.
         retried = prior.status == NodeStatus.FAILED and prior.error is not None
         child = await NodeRunner(
@@ -275,7 +301,7 @@ async def run_child(parent: Context, node: BaseNode, node_input: Any, run_id: in
             parent_ctx=parent,
             run_id=run_id,
             prior_output=prior.output,
-            prior_interrupt_ids=prior.interrupt_ids,
+            prior_interrupt_ids=prior_ids,
             attempt=prior.attempt + 1 if retried else prior.attempt,
         ).run(node_input=prior.input, resume_inputs=resume_inputs)
     parent.interrupt_ids |= child.interrupt_ids

@@ -160,12 +160,18 @@ class ParallelWorker(BaseNode):
 
     async def run(self, ctx: Context, node_input: Any) -> Any:
         items = list(node_input or ())
-        children = await asyncio.gather(
-            *(
-                ctx.run_child(self.item_node, item, run_id=index + 1)
-                for index, item in enumerate(items)
-            )
-        )
+        tasks = [
+            asyncio.ensure_future(ctx.run_child(self.item_node, item, run_id=index + 1))
+            for index, item in enumerate(items)
+        ]
+        try:
+            children = await asyncio.gather(*tasks)
+        except BaseException:
+            # gather does not cancel the other items when one fails: do it here.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         if all(child.status == NodeStatus.COMPLETED for child in children):
             return [child.output for child in children]
         return None

@@ -108,7 +108,7 @@ def cancel_batch(
     batch = WriteBatch(invocation.id, invocation=replace(invocation, status=NodeStatus.CANCELLED))
     for path, state in checkpoint.node_runs.items():
         if not state.status.is_final:
-            batch.node_runs[path] = replace(state, status=NodeStatus.CANCELLED)
+            batch.node_runs[path] = replace(state, status=NodeStatus.CANCELLED, interrupt_ids=set())
             batch.events.append(
                 Event(
                     author=state.name,

@@ -10,6 +10,7 @@ from typing import Any
 
 from .context import Context, child_path
 from .errors import DefinitionChangedError, GraphError, NodeOutputError
+from .events import Event
 from .nodes import START, BaseNode, JoinNode, ParallelWorker, as_node
 from .state import NodeRunState
 from .status import NodeStatus
@@ -137,6 +138,7 @@ class _Scheduler:
         self.ctx = ctx
         self.execution = ctx._execution
         self.tasks: dict[asyncio.Future[Context], BaseNode] = {}
+        self.task_paths: dict[asyncio.Future[Context], str] = {}
         self.open_joins: dict[str, str] = {}  # join name -> path of its collecting run
 
     async def run(self, node_input: Any) -> None:
@@ -152,6 +154,7 @@ class _Scheduler:
                 failure: BaseException | None = None
                 for task in done:
                     node = self.tasks.pop(task)
+                    del self.task_paths[task]
                     if task.exception() is not None:
                         failure = failure or task.exception()
                         continue
@@ -160,6 +163,8 @@ class _Scheduler:
                         self._completed(node, child)
                 if failure is not None:
                     raise failure
+            if self.open_joins and not self.ctx.interrupt_ids:
+                raise GraphError(self._unfired_joins())
         except BaseException:
             await self._cancel_all()
             raise
@@ -179,6 +184,16 @@ class _Scheduler:
                 self._collect(node, path, state)
             else:
                 self._start(node, state.input, state.run_id)
+
+    def _unfired_joins(self) -> str:
+        """Why the workflow cannot finish: joins some of whose predecessors never ran
+        (typically a predecessor behind a route that was not taken)."""
+        parts = []
+        for name, path in self.open_joins.items():
+            arrived = self.execution.node_runs[path].input
+            missing = [p for p in self.workflow.predecessors[name] if p not in arrived]
+            parts.append(f"join {name!r} never got input from {', '.join(missing)}")
+        return f"workflow {self.workflow.name!r} cannot finish: " + "; ".join(parts)
 
     def _completed(self, node: BaseNode, child: Context) -> None:
         if self.workflow.is_terminal(node.name) and child.output is not None:
@@ -229,10 +244,26 @@ class _Scheduler:
     def _start(self, node: BaseNode, value: Any, run_id: int) -> None:
         task = asyncio.ensure_future(self.ctx.run_child(node, value, run_id))
         self.tasks[task] = node
+        self.task_paths[task] = child_path(self.ctx.path, node.name, run_id)
 
     async def _cancel_all(self) -> None:
         for task in self.tasks:
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
+        for task in self.tasks:
+            # A run dispatched but cancelled before its runner started is cancelled too.
+            path = self.task_paths[task]
+            state = self.execution.node_runs.get(path)
+            if state is not None and state.status == NodeStatus.PENDING:
+                self.execution.save(path, replace(state, status=NodeStatus.CANCELLED))
+                self.execution.record(
+                    Event(
+                        author=state.name,
+                        path=path,
+                        run_id=state.run_id,
+                        status=NodeStatus.CANCELLED,
+                    )
+                )
         self.tasks.clear()
+        self.task_paths.clear()

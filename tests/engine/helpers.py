@@ -1,0 +1,114 @@
+"""Shared helpers for the engine tests: a checked runner, store snapshots, status maps.
+
+Every scenario drives its workflow through `Harness`, which checks after each `run`,
+`resume`, `retry`, `cancel` and `result` that the session events rebuild the same node-run
+state as the checkpoint (DESIGN 3.3), and that only leaves carry interrupt events
+(DESIGN 3.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from typing import Any
+
+from workflows.engine import (
+    FunctionResponse,
+    InMemoryStore,
+    InvocationResult,
+    NodeStatus,
+    Runner,
+    Workflow,
+)
+from workflows.engine.rebuild import checkpoint_differences
+
+WAITING = NodeStatus.WAITING
+COMPLETED = NodeStatus.COMPLETED
+FAILED = NodeStatus.FAILED
+CANCELLED = NodeStatus.CANCELLED
+PENDING = NodeStatus.PENDING
+RUNNING = NodeStatus.RUNNING
+
+
+def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+    """Run an async test body with asyncio.run inside a plain (sync) pytest test."""
+
+    @functools.wraps(test)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return asyncio.run(test(*args, **kwargs))
+
+    return wrapper
+
+
+def check(result: InvocationResult) -> InvocationResult:
+    """Assert the invariants every result must satisfy, and return it."""
+    differences = checkpoint_differences(result.events, result.node_runs)
+    assert differences == [], "events do not rebuild the checkpoint:\n" + "\n".join(differences)
+    for event in result.events:
+        assert event.invocation_id == result.invocation_id
+        if event.long_running_tool_ids:
+            # Only the leaf that raised an interrupt writes its event (DESIGN 3.2).
+            children = [p for p in result.node_runs if p.startswith(event.path + "/")]
+            assert not children, f"interrupt event on non-leaf path {event.path}"
+    return result
+
+
+class Harness:
+    """A Runner whose every result goes through `check`."""
+
+    def __init__(self, workflow: Workflow, store: InMemoryStore | None = None) -> None:
+        self.store = store if store is not None else InMemoryStore()
+        self.runner = Runner(workflow, store=self.store)
+
+    async def run(self, node_input: Any = None) -> InvocationResult:
+        return check(await self.runner.run(node_input))
+
+    async def resume(self, answers: dict[str, Any], name: str = "answer") -> InvocationResult:
+        responses = [FunctionResponse(id=i, name=name, response=v) for i, v in answers.items()]
+        return check(await self.runner.resume(responses))
+
+    async def resume_frs(self, responses: list[FunctionResponse]) -> InvocationResult:
+        return check(await self.runner.resume(responses))
+
+    async def retry(self, invocation_id: str) -> InvocationResult:
+        return check(await self.runner.retry(invocation_id))
+
+    async def cancel(self, invocation_id: str) -> InvocationResult:
+        return check(await self.runner.cancel(invocation_id))
+
+    async def result(self, invocation_id: str) -> InvocationResult:
+        return check(await self.runner.result(invocation_id))
+
+
+def statuses(result: InvocationResult) -> dict[str, NodeStatus]:
+    """{path: status} of every node run of the result."""
+    return {path: state.status for path, state in result.node_runs.items()}
+
+
+def outputs(result: InvocationResult) -> dict[str, Any]:
+    return {path: state.output for path, state in result.node_runs.items()}
+
+
+def snapshot(store: InMemoryStore) -> dict[str, Any]:
+    """A deep copy of everything InMemoryStore keeps publicly, to compare before/after."""
+    return copy.deepcopy(
+        {
+            "invocations": {i: asdict(r) for i, r in store.invocations.items()},
+            "node_runs": {
+                i: {path: asdict(s) for path, s in runs.items()}
+                for i, runs in store.node_runs.items()
+            },
+            "events": {i: [asdict(e) for e in events] for i, events in store.events.items()},
+            "interrupts": {i: asdict(r) for i, r in store.interrupts.items()},
+        }
+    )
+
+
+def interrupt_events(result: InvocationResult) -> list[tuple[str, list[str]]]:
+    """(path, long_running_tool_ids) of every interrupt event, in order."""
+    return [
+        (e.path, list(e.long_running_tool_ids)) for e in result.events if e.long_running_tool_ids
+    ]
