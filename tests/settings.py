@@ -1,16 +1,19 @@
-"""Test settings: the project settings plus an SQLite alias, so the durable-store suite runs
-on SQLite and, when DATABASE_URL points at PostgreSQL, on PostgreSQL in the same session."""
+"""Test settings: the project settings, tasks run in-process on commit, and, when
+DATABASE_URL points at PostgreSQL, an extra SQLite alias so the durable-store suite runs
+on both backends in one session."""
 
 from hitl_site.settings import *  # noqa: F403
-from hitl_site.settings import BASE_DIR, DATABASES
-
-DATABASES["sqlite"] = {
-    "ENGINE": "django.db.backends.sqlite3",
-    "NAME": BASE_DIR / "test-store.sqlite3",
-    "TEST": {"NAME": None},  # in memory
-}
+from hitl_site.settings import DATABASES
 
 POSTGRES_CONFIGURED = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-STORE_DATABASES = ["sqlite", "default"] if POSTGRES_CONFIGURED else ["sqlite"]
+if POSTGRES_CONFIGURED:
+    DATABASES["sqlite"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
+    STORE_DATABASES = ["sqlite", "default"]
+else:
+    STORE_DATABASES = ["default"]
+
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_URL = "memory://localhost/"
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

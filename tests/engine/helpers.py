@@ -24,6 +24,7 @@ from workflows.engine import (
     Workflow,
 )
 from workflows.engine.rebuild import checkpoint_differences
+from workflows.engine.state import InterruptRecord
 
 WAITING = NodeStatus.WAITING
 COMPLETED = NodeStatus.COMPLETED
@@ -33,12 +34,48 @@ PENDING = NodeStatus.PENDING
 RUNNING = NodeStatus.RUNNING
 
 
+class InMemoryBackend:
+    """Where scenarios keep their state. The durable suite (tests/durable) swaps in a
+    database backend and runs the same scenarios again."""
+
+    def new_store(self) -> Any:
+        return InMemoryStore()
+
+    def run(self, test: Callable[..., Coroutine[Any, Any, Any]], *args: Any, **kwargs: Any) -> Any:
+        return asyncio.run(test(*args, **kwargs))
+
+    async def snapshot(self, store: Any) -> Any:
+        """A deep copy of everything the store keeps, to compare before/after."""
+        return copy.deepcopy(
+            {
+                "invocations": {i: asdict(r) for i, r in store.invocations.items()},
+                "node_runs": {
+                    i: {path: asdict(s) for path, s in runs.items()}
+                    for i, runs in store.node_runs.items()
+                },
+                "events": {i: [asdict(e) for e in events] for i, events in store.events.items()},
+                "interrupts": {i: asdict(r) for i, r in store.interrupts.items()},
+            }
+        )
+
+
+BACKEND: Any = InMemoryBackend()
+
+
+def new_store() -> Any:
+    return BACKEND.new_store()
+
+
+async def snapshot(store: Any) -> Any:
+    return await BACKEND.snapshot(store)
+
+
 def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
-    """Run an async test body with asyncio.run inside a plain (sync) pytest test."""
+    """Run an async test body inside a plain (sync) pytest test, on the current backend."""
 
     @functools.wraps(test)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return asyncio.run(test(*args, **kwargs))
+        return BACKEND.run(test, *args, **kwargs)
 
     return wrapper
 
@@ -59,8 +96,8 @@ def check(result: InvocationResult) -> InvocationResult:
 class Harness:
     """A Runner whose every result goes through `check`."""
 
-    def __init__(self, workflow: Workflow, store: InMemoryStore | None = None) -> None:
-        self.store = store if store is not None else InMemoryStore()
+    def __init__(self, workflow: Workflow, store: Any = None) -> None:
+        self.store = store if store is not None else new_store()
         self.runner = Runner(workflow, store=self.store)
 
     async def run(self, node_input: Any = None) -> InvocationResult:
@@ -82,6 +119,12 @@ class Harness:
     async def result(self, invocation_id: str) -> InvocationResult:
         return check(await self.runner.result(invocation_id))
 
+    async def interrupt(self, interrupt_id: str) -> InterruptRecord:
+        return (await self.store.load_interrupts([interrupt_id]))[interrupt_id]
+
+    async def snapshot(self) -> Any:
+        return await snapshot(self.store)
+
 
 def statuses(result: InvocationResult) -> dict[str, NodeStatus]:
     """{path: status} of every node run of the result."""
@@ -90,21 +133,6 @@ def statuses(result: InvocationResult) -> dict[str, NodeStatus]:
 
 def outputs(result: InvocationResult) -> dict[str, Any]:
     return {path: state.output for path, state in result.node_runs.items()}
-
-
-def snapshot(store: InMemoryStore) -> dict[str, Any]:
-    """A deep copy of everything InMemoryStore keeps publicly, to compare before/after."""
-    return copy.deepcopy(
-        {
-            "invocations": {i: asdict(r) for i, r in store.invocations.items()},
-            "node_runs": {
-                i: {path: asdict(s) for path, s in runs.items()}
-                for i, runs in store.node_runs.items()
-            },
-            "events": {i: [asdict(e) for e in events] for i, events in store.events.items()},
-            "interrupts": {i: asdict(r) for i, r in store.interrupts.items()},
-        }
-    )
 
 
 def interrupt_events(result: InvocationResult) -> list[tuple[str, list[str]]]:

@@ -174,13 +174,13 @@ async def test_resume_keeps_the_attempt_number():
             raise RuntimeError("first attempt fails")
         if not ctx.resume_inputs:
             return RequestInput(interrupt_id="q")
-        return (ctx.attempt, ctx.resume_inputs["q"])
+        return [ctx.attempt, ctx.resume_inputs["q"]]
 
     h = Harness(Workflow(name="wf", edges=[("START", ask)]))
     first = await h.run()
     assert first.node_runs["wf@1/ask@1"].attempt == 2
     done = await h.resume({"q": "a"})
-    assert done.output == (2, "a")
+    assert done.output == [2, "a"]
     assert done.node_runs["wf@1/ask@1"].attempt == 2
 
 

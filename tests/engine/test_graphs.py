@@ -14,7 +14,6 @@ from .helpers import (
     WAITING,
     Harness,
     interrupt_events,
-    snapshot,
     statuses,
     sync,
 )
@@ -243,16 +242,16 @@ async def test_review_loop_fresh_run_ids_and_stale_answers():
     assert second.node_runs["loop@1/review@2"].run_id == 2
     assert second.node_runs["loop@1/review@2"].interrupt_ids == {second_id}
     assert second.interrupts[second_id].payload == {"topic": "essay", "version": 2}
-    assert h.store.interrupts[first_id].path == "loop@1/review@1"
-    assert h.store.interrupts[second_id].path == "loop@1/review@2"
+    assert (await h.interrupt(first_id)).path == "loop@1/review@1"
+    assert (await h.interrupt(second_id)).path == "loop@1/review@2"
 
     # A stale answer to the already-resolved first interrupt with a different value.
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(InterruptNotPendingError) as excinfo:
         await h.resume({first_id: {"approved": True}})
     assert excinfo.value.interrupt_id == first_id
     assert excinfo.value.status == "resolved"
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
 
     # An identical repeat of the accepted answer is an idempotent success.
     calls_before = Counter(calls)
@@ -260,7 +259,7 @@ async def test_review_loop_fresh_run_ids_and_stale_answers():
     assert repeat.status == WAITING
     assert set(repeat.interrupts) == {second_id}
     assert len(repeat.events) == len(second.events)  # no new events
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
     assert calls == calls_before
 
     done = await h.resume({second_id: {"approved": True}})

@@ -10,7 +10,6 @@ from workflows.engine import (
     Event,
     FunctionCall,
     FunctionResponse,
-    InMemoryStore,
     InterruptStatus,
     RequestInput,
     Workflow,
@@ -30,6 +29,7 @@ from .helpers import (
     WAITING,
     Harness,
     interrupt_events,
+    new_store,
     snapshot,
     statuses,
     sync,
@@ -70,15 +70,15 @@ def approval_workflow(name: str = "expense", schema=EXPENSE_SCHEMA) -> Workflow:
 async def test_unknown_interrupt_id_leaves_store_unchanged():
     h = Harness(approval_workflow())
     await h.run(10)
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(UnknownInterruptError) as excinfo:
         await h.resume({"no-such-id": {"approved": True}})
     assert excinfo.value.interrupt_id == "no-such-id"
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
     # A known id beside an unknown one: nothing of the submission is stored.
     with pytest.raises(UnknownInterruptError):
         await h.resume({"approve-10": {"approved": True}, "no-such-id": 1})
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
 
 
 @sync
@@ -87,16 +87,16 @@ async def test_conflicting_repeat_leaves_store_unchanged_and_identical_repeat_su
     await h.run(10)
     done = await h.resume({"approve-10": {"approved": True, "comment": "fine"}})
     assert done.status == COMPLETED
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(InterruptNotPendingError) as excinfo:
         await h.resume({"approve-10": {"approved": False}})
     assert excinfo.value.interrupt_id == "approve-10"
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
 
     repeat = await h.resume({"approve-10": {"approved": True, "comment": "fine"}})
     assert repeat.status == COMPLETED
     assert repeat.output == {"decision": {"approved": True, "comment": "fine"}}
-    assert snapshot(h.store) == before  # idempotent: nothing new stored
+    assert await h.snapshot() == before  # idempotent: nothing new stored
 
 
 @pytest.mark.parametrize(
@@ -113,14 +113,14 @@ async def test_conflicting_repeat_leaves_store_unchanged_and_identical_repeat_su
 async def test_invalid_payload_names_the_field_and_leaves_store_unchanged(response, field):
     h = Harness(approval_workflow())
     await h.run(10)
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as excinfo:
         await h.resume({"approve-10": response})
     assert excinfo.value.interrupt_id == "approve-10"
     assert excinfo.value.field == field
     assert repr(field) in str(excinfo.value)
-    assert snapshot(h.store) == before
-    assert h.store.interrupts["approve-10"].status == InterruptStatus.PENDING
+    assert await h.snapshot() == before
+    assert (await h.interrupt("approve-10")).status == InterruptStatus.PENDING
 
 
 @sync
@@ -132,12 +132,12 @@ async def test_one_invalid_answer_rejects_the_whole_submission():
 
     h = Harness(Workflow(name="wf", edges=[("START", ask)]))
     await h.run()
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as excinfo:
         await h.resume({"ok": True, "count": "3"})
     assert excinfo.value.field == "response"
     assert excinfo.value.interrupt_id == "count"
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
     done = await h.resume({"ok": True, "count": 3})
     assert done.output == {"ok": True, "count": 3}
 
@@ -148,11 +148,11 @@ async def test_answers_for_two_invocations_in_one_call_leave_store_unchanged():
     first = await h.run(10)
     second = await h.run(20)
     assert first.invocation_id != second.invocation_id
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(MultipleInvocationsError) as excinfo:
         await h.resume({"approve-10": {"approved": True}, "approve-20": {"approved": True}})
     assert excinfo.value.invocation_ids == sorted([first.invocation_id, second.invocation_id])
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
 
     # Each answered on its own, each invocation completes independently.
     done_second = await h.resume({"approve-20": {"approved": False}})
@@ -175,10 +175,10 @@ async def test_result_wrapper_with_json_string_is_unwrapped_before_validation():
     assert answer_event.path == "expense@1/approve@1"
     assert answer_event.function_responses[0].response == {"approved": True, "comment": "ok"}
     # The stored answer is the unwrapped one: an identical repeat, wrapped or not, is a no-op.
-    before = snapshot(h.store)
+    before = await h.snapshot()
     await h.resume({"approve-10": {"approved": True, "comment": "ok"}})
     await h.resume({"approve-10": {"result": {"approved": True, "comment": "ok"}}})
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
 
 
 @sync
@@ -186,12 +186,12 @@ async def test_result_wrapper_with_plain_value_and_bool_schema():
     h = Harness(approval_workflow(schema=bool))
     first = await h.run(10)
     assert first.interrupts["approve-10"].response_schema == {"type": "boolean"}
-    before = snapshot(h.store)
+    before = await h.snapshot()
     for bad in ("yes", {"result": "yes"}, 1, "true"):
         with pytest.raises(ResponseValidationError) as excinfo:
             await h.resume({"approve-10": bad})
         assert excinfo.value.field == "response"
-        assert snapshot(h.store) == before
+        assert await h.snapshot() == before
     done = await h.resume({"approve-10": {"result": "true"}})  # JSON string parsed
     assert done.output == {"decision": True}
 
@@ -201,7 +201,7 @@ async def test_result_wrapper_with_plain_value_and_bool_schema():
 
 @sync
 async def test_resume_from_a_fresh_runner_on_the_same_store():
-    store = InMemoryStore()
+    store = new_store()
     first = await Harness(approval_workflow(), store=store).run(10)
     assert first.status == WAITING
 
@@ -221,13 +221,13 @@ async def test_resume_from_a_fresh_runner_on_the_same_store():
 
 @sync
 async def test_runner_of_another_workflow_does_not_know_the_interrupt():
-    store = InMemoryStore()
+    store = new_store()
     await Harness(approval_workflow(), store=store).run(10)
     other = Harness(approval_workflow(name="other"), store=store)
-    before = snapshot(store)
+    before = await snapshot(store)
     with pytest.raises(UnknownInterruptError):
         await other.resume({"approve-10": {"approved": True}})
-    assert snapshot(store) == before
+    assert await snapshot(store) == before
 
 
 # --- Cancel ------------------------------------------------------------------------------
@@ -248,14 +248,14 @@ async def test_cancel_cancels_pending_interrupts_and_rejects_later_answers():
     assert cancelled.status == CANCELLED
     assert cancelled.interrupts == {}
     assert statuses(cancelled) == {"wf@1": CANCELLED, "wf@1/ask@1": CANCELLED}
-    assert h.store.interrupts["c-2"].status == InterruptStatus.CANCELLED
-    assert h.store.interrupts["c-1"].status == InterruptStatus.RESOLVED
+    assert (await h.interrupt("c-2")).status == InterruptStatus.CANCELLED
+    assert (await h.interrupt("c-1")).status == InterruptStatus.RESOLVED
 
-    before = snapshot(h.store)
+    before = await h.snapshot()
     with pytest.raises(InterruptNotPendingError) as excinfo:
         await h.resume({"c-2": "too late"})
     assert excinfo.value.status == "cancelled"
-    assert snapshot(h.store) == before
+    assert await h.snapshot() == before
     assert (await h.result(first.invocation_id)).status == CANCELLED
 
 
@@ -343,7 +343,7 @@ async def test_interrupt_id_held_by_another_invocation_fails_naming_the_id():
     assert second.status == FAILED
     assert "shared-id" in second.error
     assert statuses(second) == {"wf@1": FAILED, "wf@1/ask@1": FAILED}
-    assert h.store.interrupts["shared-id"].invocation_id == first.invocation_id
+    assert (await h.interrupt("shared-id")).invocation_id == first.invocation_id
     assert set(second.interrupts) == set()
     # The first invocation is untouched and still answerable.
     done = await h.resume({"shared-id": "answer"})
@@ -390,7 +390,7 @@ async def test_rerun_node_may_reraise_its_own_pending_id():
     partial = await h.resume({"y": 2})
     assert partial.status == WAITING
     assert set(partial.interrupts) == {"x"}
-    assert h.store.interrupts["x"].path == "wf@1/collect@1"
+    assert (await h.interrupt("x")).path == "wf@1/collect@1"
     done = await h.resume({"x": 1})
     assert done.output == {"x": 1, "y": 2}
     assert calls == [[], ["y"], ["x", "y"]]

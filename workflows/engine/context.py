@@ -90,7 +90,14 @@ class Execution:
         async with self._flush_lock:
             batch, self.batch = self.batch, self._new_batch()
             if batch and self.store is not None:
-                await self.store.commit(batch)
+                # The batch may hold other runs' outcomes: a cancelled caller must not
+                # drop it halfway, so the commit completes before the cancellation lands.
+                commit = asyncio.ensure_future(self.store.commit(batch))
+                try:
+                    await asyncio.shield(commit)
+                except asyncio.CancelledError:
+                    await commit
+                    raise
 
 
 class Context:
