@@ -4,11 +4,12 @@ Everything is read-only here; the cancel and retry actions go through services.
 """
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 
 from . import services
 from .engine.errors import WorkflowError
+from .engine.status import InterruptStatus
 from .models import Interrupt, Invocation, NodeRun, SessionEvent
 
 
@@ -69,13 +70,33 @@ def _apply(
 
 @admin.register(Invocation)
 class InvocationAdmin(ReadOnlyAdmin):
-    list_display = ["id", "workflow_name", "status", "created_at", "updated_at", "started_by"]
+    list_display = ["short_id", "workflow_name", "status", "open_questions", "updated_at"]
     list_filter = ["status", "workflow_name"]
     search_fields = ["id", "workflow_name"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in Invocation._meta.fields]
     inlines = [NodeRunInline, InterruptInline, SessionEventInline]
     actions = ["cancel_invocations", "retry_invocations"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        pending = Interrupt.objects.filter(status=InterruptStatus.PENDING).only(
+            "id", "invocation_id", "message"
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(
+                Prefetch("interrupts", queryset=pending, to_attr="pending_interrupts")
+            )
+        )
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, obj: Invocation) -> str:
+        return str(obj.pk)[:8]
+
+    @admin.display(description="waiting for")
+    def open_questions(self, obj: Invocation) -> str:
+        return "; ".join(i.message or i.id for i in obj.pending_interrupts) or "-"
 
     @admin.action(description="Cancel selected invocations")
     def cancel_invocations(self, request: HttpRequest, queryset: QuerySet) -> None:
