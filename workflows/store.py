@@ -7,7 +7,10 @@ thread (asgiref's thread-sensitive executor) so it shares its connection.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -25,12 +28,25 @@ from .engine.errors import (
     LeaseLostError,
 )
 from .engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionResponse, RequestInput
-from .engine.state import Checkpoint, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .engine.state import (
+    Checkpoint,
+    InterruptRecord,
+    InvocationRecord,
+    NodeRunState,
+    Resolution,
+    WriteBatch,
+)
 from .engine.status import InterruptStatus, NodeStatus
 from .models import Interrupt, Invocation, NodeRun, Session, SessionEvent
 
 ANSWERED = [InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
-NODE_RUN_FIELDS = [
+INVOCATIONS = Invocation._meta.db_table
+NODE_RUNS = NodeRun._meta.db_table
+EVENTS = SessionEvent._meta.db_table
+INTERRUPTS = Interrupt._meta.db_table
+NODE_RUN_COLUMNS = [
+    "invocation_id",
+    "path",
     "parent_path",
     "name",
     "run_id",
@@ -42,8 +58,48 @@ NODE_RUN_FIELDS = [
     "resume_inputs",
     "attempt",
     "error",
+    "created_at",
     "updated_at",
 ]
+EVENT_COLUMNS = [
+    "invocation_id",
+    "author",
+    "path",
+    "run_id",
+    "status",
+    "output",
+    "route",
+    "function_calls",
+    "function_responses",
+    "long_running_tool_ids",
+    "error",
+    "timestamp",
+]
+
+
+NODE_RUN_CONFLICT = "ON CONFLICT (invocation_id, path) DO UPDATE SET " + ", ".join(
+    f"{c} = EXCLUDED.{c}" for c in NODE_RUN_COLUMNS[2:] if c != "created_at"
+)
+
+
+def _is_step(batch: WriteBatch) -> bool:
+    """A node-run transition of a leased execution: no interrupt rows to create or close."""
+    return batch.lease_owner is not None and not batch.resolutions and not batch.new_interrupts
+
+
+@functools.cache
+def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
+    connection = connections[using]
+    types = {f.column: f.db_type(connection) for f in model._meta.concrete_fields}
+    return ", ".join(f"CAST(%s AS {types[c]})" for c in columns)
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value)
 
 
 def invocation_record(row: Invocation) -> InvocationRecord:
@@ -117,24 +173,6 @@ def event_from_row(row: SessionEvent) -> Event:
     )
 
 
-def event_row(invocation_id: str, event: Event) -> SessionEvent:
-    data = event.to_dict()
-    return SessionEvent(
-        invocation_id=invocation_id,
-        author=event.author,
-        path=event.path,
-        run_id=event.run_id,
-        status=event.status or "",
-        output=event.output,
-        route=event.route or "",
-        function_calls=data["function_calls"],
-        function_responses=data["function_responses"],
-        long_running_tool_ids=list(event.long_running_tool_ids),
-        error=event.error or "",
-        timestamp=event.timestamp,
-    )
-
-
 def interrupt_row(record: InterruptRecord) -> Interrupt:
     request = record.request.to_dict()
     return Interrupt(
@@ -192,100 +230,122 @@ class DjangoStore:
         return [event_from_row(r) for r in rows.order_by("id")]
 
     # -- writes ------------------------------------------------------------------------
+    # The per-step path (invocation row, node runs, events, consumed answers) is plain SQL:
+    # it runs once per node transition, and the ORM's per-call compilation cost more than
+    # the database round trips themselves.
+
     def commit_sync(self, batch: WriteBatch) -> None:
         now = timezone.now()
-        invocation_id = batch.invocation_id
-        with transaction.atomic(using=self.using):
-            self._write_invocation(batch, now)
+        connection = connections[self.using]
+        if connection.vendor == "postgresql" and _is_step(batch):
+            self._commit_step_postgresql(connection, batch, now)
+            return
+        with transaction.atomic(using=self.using), connection.cursor() as cursor:
+            self._write_invocation(cursor, batch, now)
             for resolution in batch.resolutions:
-                updated = (
-                    Interrupt.objects.using(self.using)
-                    .filter(pk=resolution.interrupt_id, status=InterruptStatus.PENDING)
-                    .update(
-                        status=resolution.status,
-                        response=resolution.response,
-                        resolved_by_id=resolution.actor,
-                        resolved_at=resolution.at or now,
-                    )
-                )
-                if not updated:
-                    current = (
-                        Interrupt.objects.using(self.using)
-                        .filter(pk=resolution.interrupt_id)
-                        .values_list("status", flat=True)
-                        .first()
-                    )
-                    raise InterruptNotPendingError(resolution.interrupt_id, current or "missing")
+                self._resolve(resolution, now)
             if batch.node_runs:
-                NodeRun.objects.using(self.using).bulk_create(
-                    [
-                        self._node_run_row(invocation_id, p, s, now)
-                        for p, s in batch.node_runs.items()
-                    ],
-                    update_conflicts=True,
-                    unique_fields=["invocation", "path"],
-                    update_fields=NODE_RUN_FIELDS,
-                )
+                self._upsert_node_runs(cursor, batch, now)
             if batch.new_interrupts:
-                try:
-                    with transaction.atomic(using=self.using):
-                        Interrupt.objects.using(self.using).bulk_create(
-                            [interrupt_row(r) for r in batch.new_interrupts]
-                        )
-                except IntegrityError:
-                    ids = [r.id for r in batch.new_interrupts]
-                    held = Interrupt.objects.using(self.using).filter(pk__in=ids).first()
-                    raise DuplicateInterruptError(
-                        held.id if held else ids[0], held.path if held else "another node run"
-                    ) from None
+                self._create_interrupts(batch.new_interrupts)
             if batch.events:
-                SessionEvent.objects.using(self.using).bulk_create(
-                    [event_row(invocation_id, e) for e in batch.events]
-                )
+                self._insert_events(cursor, batch)
             if batch.consumed:
-                Interrupt.objects.using(self.using).filter(
-                    pk__in=batch.consumed, status__in=ANSWERED
-                ).update(consumed=True)
+                ids = sorted(batch.consumed)
+                cursor.execute(
+                    f"UPDATE {INTERRUPTS} SET consumed = %s WHERE id IN ({_marks(len(ids))}) "
+                    f"AND status IN (%s, %s)",
+                    [True, *ids, *ANSWERED],
+                )
             signals.announce(batch, self.using)
 
-    def _write_invocation(self, batch: WriteBatch, now: Any) -> None:
-        """Renew the lease and refuse writes to a cancelled invocation, in one UPDATE."""
-        changes: dict[str, Any] = {"updated_at": now}
-        invocation = batch.invocation
-        if invocation is not None:
-            changes.update(
-                status=invocation.status,
-                output=invocation.output,
-                error=invocation.error or "",
+    def _commit_step_postgresql(self, connection: Any, batch: WriteBatch, now: Any) -> None:
+        """One node-run transition as one statement: one round trip, atomic by itself.
+
+        Every write is conditional on the invocation UPDATE (lease held, not cancelled)."""
+        parts, params = [], []
+        invocation_sql, invocation_params = self._invocation_update(batch, now)
+        parts.append(f"inv AS ({invocation_sql} RETURNING id)")
+        params += invocation_params
+        if batch.node_runs:
+            rows, values = self._node_run_values(batch, now, cast=True)
+            parts.append(
+                f"runs AS (INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) "
+                f"SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM inv) "
+                f"{NODE_RUN_CONFLICT})"
             )
+            params += values
+        if batch.events:
+            rows, values = self._event_values(batch, cast=True)
+            parts.append(
+                f"events AS (INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) "
+                f"SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM inv))"
+            )
+            params += values
+        if batch.consumed:
+            ids = sorted(batch.consumed)
+            parts.append(
+                f"consumed AS (UPDATE {INTERRUPTS} SET consumed = true "
+                f"WHERE id IN ({_marks(len(ids))}) AND status IN (%s, %s) "
+                f"AND EXISTS (SELECT 1 FROM inv))"
+            )
+            params += [*ids, *ANSWERED]
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM inv", params)
+            (written,) = cursor.fetchone()
+        if not written:
+            self._refuse(batch)
+        signals.announce(batch, self.using)
+
+    def _pk(self, invocation_id: str) -> Any:
+        return Invocation._meta.pk.get_db_prep_value(invocation_id, connections[self.using])
+
+    def _datetime(self, value: Any) -> Any:
+        return connections[self.using].ops.adapt_datetimefield_value(value)
+
+    def _invocation_update(self, batch: WriteBatch, now: Any) -> tuple[str, list[Any]]:
+        """The UPDATE that renews the lease and refuses writes to a cancelled invocation."""
+        invocation = batch.invocation
+        assignments, values = ["updated_at = %s"], [self._datetime(now)]
+        if invocation is not None:
+            assignments += ["status = %s", "output = %s", "error = %s"]
+            values += [invocation.status, _dumps(invocation.output), invocation.error or ""]
             if invocation.status.is_final:
-                changes["finished_at"] = now
-        rows = Invocation.objects.using(self.using).filter(pk=batch.invocation_id)
-        cancelling = invocation is not None and invocation.status == NodeStatus.CANCELLED
-        if not cancelling:
-            rows = rows.exclude(status=NodeStatus.CANCELLED)
+                assignments.append("finished_at = %s")
+                values.append(self._datetime(now))
+        conditions, arguments = ["id = %s"], [self._pk(batch.invocation_id)]
+        if invocation is None or invocation.status != NodeStatus.CANCELLED:
+            conditions.append("status <> %s")
+            arguments.append(NodeStatus.CANCELLED)
         if batch.lease_owner is not None:
-            rows = rows.filter(lease_owner=batch.lease_owner)
-            changes["lease_expires_at"] = now + timedelta(seconds=self.lease_seconds)
-        elif invocation is None:
+            assignments.append("lease_expires_at = %s")
+            values.append(self._datetime(now + timedelta(seconds=self.lease_seconds)))
+            conditions.append("lease_owner = %s")
+            arguments.append(batch.lease_owner)
+        sql = f"UPDATE {INVOCATIONS} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
+        return sql, values + arguments
+
+    def _write_invocation(self, cursor: Any, batch: WriteBatch, now: Any) -> None:
+        if batch.lease_owner is None and batch.invocation is None:
             return  # nothing to write on the invocation row, and no lease to check
-        if rows.update(**changes):
-            return
-        if invocation is not None and not self._exists(batch.invocation_id):
-            self._create_invocation(invocation)
-            return
+        cursor.execute(*self._invocation_update(batch, now))
+        if not cursor.rowcount:
+            self._refuse(batch)
+
+    def _refuse(self, batch: WriteBatch) -> None:
+        """The invocation UPDATE matched nothing: create a missing invocation, or say why."""
         status = (
             Invocation.objects.using(self.using)
             .filter(pk=batch.invocation_id)
             .values_list("status", flat=True)
             .first()
         )
-        if status == NodeStatus.CANCELLED:
+        if status is None and batch.invocation is not None:
+            self._create_invocation(batch.invocation)
+        elif status == NodeStatus.CANCELLED:
             raise InvocationCancelledError(f"invocation {batch.invocation_id} was cancelled")
-        raise LeaseLostError(f"invocation {batch.invocation_id} is leased to another run")
-
-    def _exists(self, invocation_id: str) -> bool:
-        return Invocation.objects.using(self.using).filter(pk=invocation_id).exists()
+        else:
+            raise LeaseLostError(f"invocation {batch.invocation_id} is leased to another run")
 
     def _create_invocation(self, record: InvocationRecord) -> None:
         """An invocation started by the engine's own Runner (services create theirs)."""
@@ -301,30 +361,101 @@ class DjangoStore:
             input=record.input,
         )
 
-    def _node_run_row(
-        self, invocation_id: str, path: str, state: NodeRunState, now: Any
-    ) -> NodeRun:
-        return NodeRun(
-            invocation_id=invocation_id,
-            path=path,
-            parent_path=state.parent_path,
-            name=state.name,
-            run_id=state.run_id,
-            status=state.status,
-            input=state.input,
-            output=state.output,
-            route=state.route or "",
-            interrupt_ids=sorted(state.interrupt_ids),
-            resume_inputs=state.resume_inputs,
-            attempt=state.attempt,
-            error=state.error or "",
-            updated_at=now,
+    def _resolve(self, resolution: Resolution, now: Any) -> None:
+        updated = (
+            Interrupt.objects.using(self.using)
+            .filter(pk=resolution.interrupt_id, status=InterruptStatus.PENDING)
+            .update(
+                status=resolution.status,
+                response=resolution.response,
+                resolved_by_id=resolution.actor,
+                resolved_at=resolution.at or now,
+            )
+        )
+        if not updated:
+            current = (
+                Interrupt.objects.using(self.using)
+                .filter(pk=resolution.interrupt_id)
+                .values_list("status", flat=True)
+                .first()
+            )
+            raise InterruptNotPendingError(resolution.interrupt_id, current or "missing")
+
+    def _node_run_values(
+        self, batch: WriteBatch, now: Any, cast: bool = False
+    ) -> tuple[str, list[Any]]:
+        invocation_pk, stamp = self._pk(batch.invocation_id), self._datetime(now)
+        values: list[Any] = []
+        for path, state in batch.node_runs.items():
+            values += [
+                invocation_pk,
+                path,
+                state.parent_path,
+                state.name,
+                state.run_id,
+                state.status,
+                _dumps(state.input),
+                _dumps(state.output),
+                state.route or "",
+                _dumps(sorted(state.interrupt_ids)),
+                _dumps(state.resume_inputs),
+                state.attempt,
+                state.error or "",
+                stamp,
+                stamp,
+            ]
+        return self._rows(NodeRun, NODE_RUN_COLUMNS, len(batch.node_runs), cast), values
+
+    def _event_values(self, batch: WriteBatch, cast: bool = False) -> tuple[str, list[Any]]:
+        invocation_pk = self._pk(batch.invocation_id)
+        values: list[Any] = []
+        for event in batch.events:
+            values += [
+                invocation_pk,
+                event.author,
+                event.path,
+                event.run_id,
+                event.status or "",
+                _dumps(event.output),
+                event.route or "",
+                _dumps([asdict(c) for c in event.function_calls]),
+                _dumps([asdict(r) for r in event.function_responses]),
+                _dumps(list(event.long_running_tool_ids)),
+                event.error or "",
+                event.timestamp,
+            ]
+        return self._rows(SessionEvent, EVENT_COLUMNS, len(batch.events), cast), values
+
+    def _rows(self, model: Any, columns: list[str], count: int, cast: bool) -> str:
+        """`(%s, ...), ...` for `count` rows; with `cast`, each mark cast to its column's
+        type (VALUES inside a SELECT does not take its types from the target table)."""
+        marks = _cast_marks(self.using, model, tuple(columns)) if cast else None
+        return ", ".join([f"({marks or _marks(len(columns))})"] * count)
+
+    def _upsert_node_runs(self, cursor: Any, batch: WriteBatch, now: Any) -> None:
+        rows, values = self._node_run_values(batch, now)
+        cursor.execute(
+            f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
+            f"{NODE_RUN_CONFLICT}",
+            values,
         )
 
-    # -- lease ---------------------------------------------------------------------------
-    def _lease_transaction(self) -> transaction.Atomic:
-        return transaction.atomic(using=self.using)
+    def _insert_events(self, cursor: Any, batch: WriteBatch) -> None:
+        rows, values = self._event_values(batch)
+        cursor.execute(f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}", values)
 
+    def _create_interrupts(self, records: list[InterruptRecord]) -> None:
+        try:
+            with transaction.atomic(using=self.using):
+                Interrupt.objects.using(self.using).bulk_create([interrupt_row(r) for r in records])
+        except IntegrityError:
+            ids = [r.id for r in records]
+            held = Interrupt.objects.using(self.using).filter(pk__in=ids).first()
+            raise DuplicateInterruptError(
+                held.id if held else ids[0], held.path if held else "another node run"
+            ) from None
+
+    # -- lease ---------------------------------------------------------------------------
     def _relax_durability(self) -> None:
         # A lease write lost in a crash leaves no lease held, which is what a crash means
         # anyway: it need not wait for the disk flush.
