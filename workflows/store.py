@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import functools
 import json
+import uuid
 from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connections, transaction
-from django.db.models import Q
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from . import signals
 from .engine.errors import (
@@ -37,7 +38,7 @@ from .engine.state import (
     WriteBatch,
 )
 from .engine.status import InterruptStatus, NodeStatus
-from .models import Interrupt, Invocation, NodeRun, Session, SessionEvent
+from .models import OPEN_STATUSES, Interrupt, Invocation, NodeRun, Session, SessionEvent
 
 ANSWERED = [InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
 INVOCATIONS = Invocation._meta.db_table
@@ -102,74 +103,140 @@ def _dumps(value: Any) -> str:
     return json.dumps(value)
 
 
-def invocation_record(row: Invocation) -> InvocationRecord:
+def _json(value: Any) -> Any:
+    # Django hands JSON columns back as text on both backends.
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _uuid(value: Any) -> str:
+    return str(uuid.UUID(str(value)))
+
+
+def _when(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(value)  # SQLite keeps naive UTC text
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+
+
+INVOCATION_COLUMNS = "id, workflow_name, status, input, output, error, session_id"
+NODE_RUN_READ_COLUMNS = (
+    "path, parent_path, name, run_id, status, input, output, route, interrupt_ids, "
+    "resume_inputs, attempt, error"
+)
+INTERRUPT_COLUMNS = (
+    "id, invocation_id, workflow_name, path, run_id, message, payload, response_schema, "
+    "timeout_seconds, on_timeout, status, response, consumed, resolved_by_id, resolved_at, "
+    "deadline"
+)
+EVENT_READ_COLUMNS = (
+    "invocation_id, author, path, run_id, status, output, route, function_calls, "
+    "function_responses, long_running_tool_ids, error, timestamp"
+)
+
+
+def invocation_record(row: tuple) -> InvocationRecord:
+    id_, workflow_name, status, input_, output, error, session_id = row
     return InvocationRecord(
-        id=str(row.id),
-        workflow_name=row.workflow_name,
-        status=NodeStatus(row.status),
-        input=row.input,
-        output=row.output,
-        error=row.error or None,
-        session_id=str(row.session_id),
+        id=_uuid(id_),
+        workflow_name=workflow_name,
+        status=NodeStatus(status),
+        input=_json(input_),
+        output=_json(output),
+        error=error or None,
+        session_id=_uuid(session_id),
     )
 
 
-def node_run_state(row: NodeRun) -> NodeRunState:
-    return NodeRunState(
-        status=NodeStatus(row.status),
-        run_id=row.run_id,
-        output=row.output,
-        interrupt_ids=set(row.interrupt_ids),
-        attempt=row.attempt,
-        name=row.name,
-        parent_path=row.parent_path,
-        input=row.input,
-        route=row.route or None,
-        resume_inputs=dict(row.resume_inputs),
-        error=row.error or None,
+def node_run_state(row: tuple) -> tuple[str, NodeRunState]:
+    path, parent, name, run_id, status, input_, output, route, ids, resume, attempt, error = row
+    return path, NodeRunState(
+        status=NodeStatus(status),
+        run_id=run_id,
+        output=_json(output),
+        interrupt_ids=set(_json(ids)),
+        attempt=attempt,
+        name=name,
+        parent_path=parent,
+        input=_json(input_),
+        route=route or None,
+        resume_inputs=dict(_json(resume)),
+        error=error or None,
     )
 
 
-def interrupt_record(row: Interrupt) -> InterruptRecord:
+def interrupt_record(row: tuple) -> InterruptRecord:
+    (
+        id_,
+        invocation_id,
+        workflow_name,
+        path,
+        run_id,
+        message,
+        payload,
+        response_schema,
+        timeout_seconds,
+        on_timeout,
+        status,
+        response,
+        consumed,
+        resolved_by_id,
+        resolved_at,
+        deadline,
+    ) = row
     return InterruptRecord(
-        id=row.id,
-        invocation_id=str(row.invocation_id),
-        workflow_name=row.workflow_name,
-        path=row.path,
-        run_id=row.run_id,
+        id=id_,
+        invocation_id=_uuid(invocation_id),
+        workflow_name=workflow_name,
+        path=path,
+        run_id=run_id,
         request=RequestInput.from_dict(
             {
-                "interrupt_id": row.id,
-                "message": row.message,
-                "payload": row.payload,
-                "response_schema": row.response_schema,
-                "timeout": row.timeout_seconds,
-                "on_timeout": row.on_timeout,
+                "interrupt_id": id_,
+                "message": message,
+                "payload": _json(payload),
+                "response_schema": _json(response_schema),
+                "timeout": timeout_seconds,
+                "on_timeout": _json(on_timeout),
             }
         ),
-        status=InterruptStatus(row.status),
-        response=row.response,
-        consumed=row.consumed,
-        resolved_by=row.resolved_by_id,
-        resolved_at=row.resolved_at,
-        deadline=row.deadline,
+        status=InterruptStatus(status),
+        response=_json(response),
+        consumed=bool(consumed),
+        resolved_by=resolved_by_id,
+        resolved_at=_when(resolved_at),
+        deadline=_when(deadline),
     )
 
 
-def event_from_row(row: SessionEvent) -> Event:
+def event_from_row(row: tuple) -> Event:
+    (
+        invocation_id,
+        author,
+        path,
+        run_id,
+        status,
+        output,
+        route,
+        calls,
+        responses,
+        ids,
+        error,
+        at,
+    ) = row
     return Event(
-        invocation_id=str(row.invocation_id),
-        author=row.author,
-        path=row.path,
-        run_id=row.run_id,
-        status=NodeStatus(row.status) if row.status else None,
-        output=row.output,
-        route=row.route or None,
-        function_calls=[FunctionCall(**c) for c in row.function_calls],
-        function_responses=[FunctionResponse(**r) for r in row.function_responses],
-        long_running_tool_ids=list(row.long_running_tool_ids),
-        error=row.error or None,
-        timestamp=row.timestamp,
+        invocation_id=_uuid(invocation_id),
+        author=author,
+        path=path,
+        run_id=run_id,
+        status=NodeStatus(status) if status else None,
+        output=_json(output),
+        route=route or None,
+        function_calls=[FunctionCall(**c) for c in _json(calls)],
+        function_responses=[FunctionResponse(**r) for r in _json(responses)],
+        long_running_tool_ids=list(_json(ids)),
+        error=error or None,
+        timestamp=at,
     )
 
 
@@ -198,36 +265,56 @@ class DjangoStore:
         self.using = using
         self.lease_seconds = lease_seconds
 
-    # -- reads -------------------------------------------------------------------------
+    # -- reads (plain SQL: they sit on the resume path) --------------------------------
+    def _select(self, sql: str, params: list[Any], *, lock: bool = False) -> list[tuple]:
+        connection = connections[self.using]
+        if lock and connection.features.has_select_for_update:
+            sql += " FOR UPDATE"
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
     def load_checkpoint_sync(self, invocation_id: str, *, lock: bool = False) -> Checkpoint | None:
-        invocations = Invocation.objects.using(self.using)
-        if lock:
-            invocations = invocations.select_for_update()
-        row = invocations.filter(pk=invocation_id).first()
-        if row is None:
+        pk = self._pk(invocation_id)
+        rows = self._select(
+            f"SELECT {INVOCATION_COLUMNS} FROM {INVOCATIONS} WHERE id = %s", [pk], lock=lock
+        )
+        if not rows:
             return None
-        runs = NodeRun.objects.using(self.using).filter(invocation_id=invocation_id)
-        interrupts = Interrupt.objects.using(self.using).filter(
-            Q(status=InterruptStatus.PENDING) | Q(consumed=False, status__in=ANSWERED),
-            invocation_id=invocation_id,
+        runs = self._select(
+            f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s", [pk]
+        )
+        interrupts = self._select(
+            f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE invocation_id = %s "
+            f"AND (status = %s OR (consumed = %s AND status IN (%s, %s)))",
+            [pk, InterruptStatus.PENDING, False, *ANSWERED],
         )
         return Checkpoint(
-            invocation=invocation_record(row),
-            node_runs={r.path: node_run_state(r) for r in runs},
-            interrupts={i.id: interrupt_record(i) for i in interrupts},
+            invocation=invocation_record(rows[0]),
+            node_runs=dict(node_run_state(r) for r in runs),
+            interrupts={record.id: record for record in map(interrupt_record, interrupts)},
         )
 
     def load_interrupts_sync(
         self, ids: Iterable[str], *, lock: bool = False
     ) -> dict[str, InterruptRecord]:
-        rows = Interrupt.objects.using(self.using).filter(pk__in=sorted(set(ids)))
-        if lock:
-            rows = rows.select_for_update().order_by("pk")
-        return {row.id: interrupt_record(row) for row in rows}
+        ids = sorted(set(ids))
+        if not ids:
+            return {}
+        rows = self._select(
+            f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE id IN ({_marks(len(ids))}) "
+            "ORDER BY id",
+            ids,
+            lock=lock,
+        )
+        return {record.id: record for record in map(interrupt_record, rows)}
 
     def load_events_sync(self, invocation_id: str) -> list[Event]:
-        rows = SessionEvent.objects.using(self.using).filter(invocation_id=invocation_id)
-        return [event_from_row(r) for r in rows.order_by("id")]
+        rows = self._select(
+            f"SELECT {EVENT_READ_COLUMNS} FROM {EVENTS} WHERE invocation_id = %s ORDER BY id",
+            [self._pk(invocation_id)],
+        )
+        return [event_from_row(r) for r in rows]
 
     # -- writes ------------------------------------------------------------------------
     # The per-step path (invocation row, node runs, events, consumed answers) is plain SQL:
@@ -455,46 +542,36 @@ class DjangoStore:
                 held.id if held else ids[0], held.path if held else "another node run"
             ) from None
 
-    # -- lease ---------------------------------------------------------------------------
-    def _relax_durability(self) -> None:
-        # A lease write lost in a crash leaves no lease held, which is what a crash means
-        # anyway: it need not wait for the disk flush.
-        connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-
+    # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> bool:
         now = timezone.now()
-        with transaction.atomic(using=self.using):
-            self._relax_durability()
-            return bool(
-                Invocation.objects.using(self.using)
-                .filter(pk=invocation_id)
-                .filter(Q(lease_owner="") | Q(lease_owner=owner) | Q(lease_expires_at__lt=now))
-                .update(lease_owner=owner, lease_expires_at=now + timedelta(seconds=ttl))
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
+                f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
+                f"OR lease_expires_at < %s)",
+                [
+                    owner,
+                    self._datetime(now + timedelta(seconds=ttl)),
+                    self._pk(invocation_id),
+                    owner,
+                    self._datetime(now),
+                ],
             )
+            return bool(cursor.rowcount)
 
     def release_lease_sync(self, invocation_id: str, owner: str) -> bool:
-        with transaction.atomic(using=self.using):
-            self._relax_durability()
-            Invocation.objects.using(self.using).filter(pk=invocation_id, lease_owner=owner).update(
-                lease_owner="", lease_expires_at=None
+        pk = self._pk(invocation_id)
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {INVOCATIONS} SET lease_owner = '', lease_expires_at = NULL "
+                f"WHERE id = %s AND lease_owner = %s "
+                f"RETURNING status IN (%s, %s, %s) AND EXISTS (SELECT 1 FROM {INTERRUPTS} "
+                f"WHERE invocation_id = %s AND consumed = %s AND status IN (%s, %s))",
+                [pk, owner, *OPEN_STATUSES, pk, False, *ANSWERED],
             )
-            return (
-                Interrupt.objects.using(self.using)
-                .filter(
-                    invocation_id=invocation_id,
-                    invocation__status__in=[
-                        NodeStatus.PENDING,
-                        NodeStatus.RUNNING,
-                        NodeStatus.WAITING,
-                    ],
-                    consumed=False,
-                    status__in=ANSWERED,
-                )
-                .exists()
-            )
+            row = cursor.fetchone()
+        return bool(row and row[0])
 
     # -- the async protocol the engine awaits --------------------------------------------
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
