@@ -11,7 +11,7 @@ import functools
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -26,6 +26,7 @@ from .engine.errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
     InvocationCancelledError,
+    InvocationNotFoundError,
     LeaseLostError,
 )
 from .engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionResponse, RequestInput
@@ -275,12 +276,16 @@ class DjangoStore:
             return cursor.fetchall()
 
     def load_checkpoint_sync(self, invocation_id: str, *, lock: bool = False) -> Checkpoint | None:
-        pk = self._pk(invocation_id)
         rows = self._select(
-            f"SELECT {INVOCATION_COLUMNS} FROM {INVOCATIONS} WHERE id = %s", [pk], lock=lock
+            f"SELECT {INVOCATION_COLUMNS} FROM {INVOCATIONS} WHERE id = %s",
+            [self._pk(invocation_id)],
+            lock=lock,
         )
-        if not rows:
-            return None
+        return self._checkpoint(rows[0]) if rows else None
+
+    def _checkpoint(self, invocation_row: tuple) -> Checkpoint:
+        invocation = invocation_record(invocation_row)
+        pk = self._pk(invocation.id)
         runs = self._select(
             f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s", [pk]
         )
@@ -290,7 +295,7 @@ class DjangoStore:
             [pk, InterruptStatus.PENDING, False, *ANSWERED],
         )
         return Checkpoint(
-            invocation=invocation_record(rows[0]),
+            invocation=invocation,
             node_runs=dict(node_run_state(r) for r in runs),
             interrupts={record.id: record for record in map(interrupt_record, interrupts)},
         )
@@ -321,12 +326,20 @@ class DjangoStore:
     # it runs once per node transition, and the ORM's per-call compilation cost more than
     # the database round trips themselves.
 
-    def commit_sync(self, batch: WriteBatch) -> None:
+    def commit_sync(self, batch: WriteBatch) -> bool:
         now = timezone.now()
         connection = connections[self.using]
         if connection.vendor == "postgresql" and _is_step(batch):
             self._commit_step_postgresql(connection, batch, now)
-            return
+        else:
+            self._commit_statements(connection, batch, now)
+        if not batch.release_lease:
+            return False
+        # A run's last write gave the lease back: did answers arrive while it ran?
+        finished = batch.invocation is not None and batch.invocation.status.is_final
+        return not finished and self._answers_waiting(batch.invocation_id)
+
+    def _commit_statements(self, connection: Any, batch: WriteBatch, now: Any) -> None:
         with transaction.atomic(using=self.using), connection.cursor() as cursor:
             self._write_invocation(cursor, batch, now)
             for resolution in batch.resolutions:
@@ -393,7 +406,11 @@ class DjangoStore:
     def _invocation_update(self, batch: WriteBatch, now: Any) -> tuple[str, list[Any]]:
         """The UPDATE that renews the lease and refuses writes to a cancelled invocation."""
         invocation = batch.invocation
-        assignments, values = ["updated_at = %s"], [self._datetime(now)]
+        assignments: list[str] = []
+        values: list[Any] = []
+        if replace(batch, lease_owner=None, release_lease=False):  # more than the lease
+            assignments.append("updated_at = %s")
+            values.append(self._datetime(now))
         if invocation is not None:
             assignments += ["status = %s", "output = %s", "error = %s"]
             values += [invocation.status, _dumps(invocation.output), invocation.error or ""]
@@ -405,8 +422,11 @@ class DjangoStore:
             conditions.append("status <> %s")
             arguments.append(NodeStatus.CANCELLED)
         if batch.lease_owner is not None:
-            assignments.append("lease_expires_at = %s")
-            values.append(self._datetime(now + timedelta(seconds=self.lease_seconds)))
+            if batch.release_lease:
+                assignments += ["lease_owner = ''", "lease_expires_at = NULL"]
+            else:
+                assignments.append("lease_expires_at = %s")
+                values.append(self._datetime(now + timedelta(seconds=self.lease_seconds)))
             conditions.append("lease_owner = %s")
             arguments.append(batch.lease_owner)
         sql = f"UPDATE {INVOCATIONS} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
@@ -543,13 +563,13 @@ class DjangoStore:
             ) from None
 
     # -- lease (single statements: each is its own transaction) --------------------------
-    def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> bool:
+    def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         now = timezone.now()
         with connections[self.using].cursor() as cursor:
             cursor.execute(
                 f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
                 f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
-                f"OR lease_expires_at < %s)",
+                f"OR lease_expires_at < %s) RETURNING {INVOCATION_COLUMNS}",
                 [
                     owner,
                     self._datetime(now + timedelta(seconds=ttl)),
@@ -558,20 +578,31 @@ class DjangoStore:
                     self._datetime(now),
                 ],
             )
-            return bool(cursor.rowcount)
+            row = cursor.fetchone()
+        if row is not None:
+            return self._checkpoint(row)
+        if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
+            raise InvocationNotFoundError(invocation_id)
+        return None
 
     def release_lease_sync(self, invocation_id: str, owner: str) -> bool:
-        pk = self._pk(invocation_id)
         with connections[self.using].cursor() as cursor:
             cursor.execute(
                 f"UPDATE {INVOCATIONS} SET lease_owner = '', lease_expires_at = NULL "
-                f"WHERE id = %s AND lease_owner = %s "
-                f"RETURNING status IN (%s, %s, %s) AND EXISTS (SELECT 1 FROM {INTERRUPTS} "
-                f"WHERE invocation_id = %s AND consumed = %s AND status IN (%s, %s))",
-                [pk, owner, *OPEN_STATUSES, pk, False, *ANSWERED],
+                f"WHERE id = %s AND lease_owner = %s RETURNING status",
+                [self._pk(invocation_id), owner],
             )
             row = cursor.fetchone()
-        return bool(row and row[0])
+        return row is not None and row[0] in OPEN_STATUSES and self._answers_waiting(invocation_id)
+
+    def _answers_waiting(self, invocation_id: str) -> bool:
+        """Whether answers wait that no run consumed."""
+        rows = self._select(
+            f"SELECT 1 FROM {INTERRUPTS} WHERE invocation_id = %s AND consumed = %s "
+            f"AND status IN (%s, %s) LIMIT 1",
+            [self._pk(invocation_id), False, *ANSWERED],
+        )
+        return bool(rows)
 
     # -- the async protocol the engine awaits --------------------------------------------
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
@@ -583,10 +614,10 @@ class DjangoStore:
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await _in_caller_thread(self.load_events_sync, invocation_id)
 
-    async def commit(self, batch: WriteBatch) -> None:
-        await _in_caller_thread(self.commit_sync, batch)
+    async def commit(self, batch: WriteBatch) -> bool:
+        return await _in_caller_thread(self.commit_sync, batch)
 
-    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> bool:
+    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         return await _in_caller_thread(self.acquire_lease_sync, invocation_id, owner, ttl)
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:

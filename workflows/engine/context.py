@@ -50,6 +50,7 @@ class Execution:
         self._max_run_id: dict[tuple[str, str], int] = {}
         self.interrupts = dict(interrupts or {})
         self.answers = dict(answers or {})
+        self._consumed: set[str] = set()
         self.lease_owner = lease_owner
         self.batch = self._new_batch()
         self._flush_lock = asyncio.Lock()
@@ -82,22 +83,27 @@ class Execution:
         self.batch.events.append(event)
 
     def consume(self, interrupt_ids: Any) -> None:
-        self.batch.consumed.update(i for i in interrupt_ids if i in self.answers)
+        """Mark answers as applied, in the batch of the transition that applies them."""
+        fresh = {i for i in interrupt_ids if i in self.answers} - self._consumed
+        self._consumed |= fresh
+        self.batch.consumed |= fresh
 
-    async def flush(self) -> None:
+    async def flush(self) -> bool:
+        """Commit the pending transitions; return what the store's commit returns."""
         # One yield lets siblings dispatched together add their transitions first.
         await asyncio.sleep(0)
         async with self._flush_lock:
             batch, self.batch = self.batch, self._new_batch()
-            if batch and self.store is not None:
-                # The batch may hold other runs' outcomes: a cancelled caller must not
-                # drop it halfway, so the commit completes before the cancellation lands.
-                commit = asyncio.ensure_future(self.store.commit(batch))
-                try:
-                    await asyncio.shield(commit)
-                except asyncio.CancelledError:
-                    await commit
-                    raise
+            if not batch or self.store is None:
+                return False
+            # The batch may hold other runs' outcomes: a cancelled caller must not drop it
+            # halfway, so the commit completes before the cancellation lands.
+            commit = asyncio.ensure_future(self.store.commit(batch))
+            try:
+                return await asyncio.shield(commit)
+            except asyncio.CancelledError:
+                await commit
+                raise
 
 
 class Context:

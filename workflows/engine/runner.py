@@ -119,17 +119,19 @@ class Runner:
         """
         owner = new_id()
         while True:
-            if not await self.store.acquire_lease(invocation_id, owner, LEASE_TTL):
+            checkpoint = await self.store.acquire_lease(invocation_id, owner, LEASE_TTL)
+            if checkpoint is None:
                 if not wait:
-                    break
+                    return
                 await asyncio.sleep(0.005)
                 continue
             try:
-                await self._execute(invocation_id, owner)
-            finally:
-                more = await self.store.release_lease(invocation_id, owner)
+                more = await self._execute(checkpoint, owner)
+            except BaseException:
+                await self.store.release_lease(invocation_id, owner)
+                raise
             if not more:
-                break
+                return
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:
         checkpoint = await self.store.load_checkpoint(invocation_id)
@@ -137,11 +139,14 @@ class Runner:
             raise InvocationNotFoundError(invocation_id)
         return checkpoint
 
-    async def _execute(self, invocation_id: str, lease_owner: str) -> None:
-        checkpoint = await self._checkpoint(invocation_id)
+    async def _execute(self, checkpoint: Checkpoint, lease_owner: str) -> bool:
+        """One pass under the lease; gives the lease back and says whether work remains."""
         invocation = checkpoint.invocation
+        if invocation.workflow_name != self.workflow.name:
+            await self.store.release_lease(invocation.id, lease_owner)
+            raise InvocationNotFoundError(invocation.id)
         if invocation.status.is_final:
-            return
+            return await self.store.release_lease(invocation.id, lease_owner)
         execution = Execution(
             replace(invocation, status=NodeStatus.RUNNING),
             self.store,
@@ -158,9 +163,13 @@ class Runner:
         except ChildFailedError as failure:
             status, output, error = NodeStatus.FAILED, None, failure.child.error
         except ExecutionAbortedError:
-            return
+            return await self.store.release_lease(invocation.id, lease_owner)
         finished = replace(invocation, status=status, output=output, error=error)
         if finished != invocation:
             execution.batch.invocation = finished
         execution.consume(execution.answers)
-        await execution.flush()
+        execution.batch.release_lease = True
+        try:
+            return await execution.flush()
+        except ExecutionAbortedError:  # cancelled, or the lease expired and was taken over
+            return await self.store.release_lease(invocation.id, lease_owner)

@@ -101,6 +101,8 @@ class WriteBatch:
     # The execution lease this write is made under: the store renews it, and refuses the
     # write (LeaseLostError) when another owner holds it.
     lease_owner: str | None = None
+    # The run's last write: the store gives the lease back in the same transaction.
+    release_lease: bool = False
 
     def __bool__(self) -> bool:
         return bool(
@@ -110,4 +112,5 @@ class WriteBatch:
             or self.new_interrupts
             or self.resolutions
             or self.consumed
+            or self.release_lease
         )

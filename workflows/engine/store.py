@@ -11,6 +11,7 @@ from .errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
     InvocationCancelledError,
+    InvocationNotFoundError,
     LeaseLostError,
 )
 from .events import Event
@@ -33,14 +34,17 @@ class Store(Protocol):
     async def load_events(self, invocation_id: str) -> list[Event]:
         """The invocation's events, in order."""
 
-    async def commit(self, batch: WriteBatch) -> None:
+    async def commit(self, batch: WriteBatch) -> bool:
         """Apply the batch atomically. Raise InterruptNotPendingError when a resolution
         finds its interrupt no longer pending, DuplicateInterruptError when a new interrupt
-        id exists, InvocationCancelledError when the invocation was cancelled meanwhile;
-        in each case nothing of the batch is applied."""
+        id exists, InvocationCancelledError when the invocation was cancelled meanwhile,
+        LeaseLostError when `batch.lease_owner` no longer holds the lease; in each case
+        nothing of the batch is applied. With `batch.release_lease`, give the lease back
+        and return whether work remains (as `release_lease` does); else return False."""
 
-    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> bool:
-        """Take the invocation's execution lease unless another live owner holds it."""
+    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
+        """Take the invocation's execution lease and return its checkpoint; None when
+        another live owner holds the lease. Raise InvocationNotFoundError when unknown."""
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
@@ -102,7 +106,7 @@ class InMemoryStore:
     async def load_events(self, invocation_id: str) -> list[Event]:
         return list(self.events.get(invocation_id, ()))
 
-    async def commit(self, batch: WriteBatch) -> None:
+    async def commit(self, batch: WriteBatch) -> bool:
         invocation_id = batch.invocation_id
         check_batch(batch, self.invocations.get(invocation_id), self.interrupts)
         if batch.lease_owner is not None:
@@ -133,14 +137,19 @@ class InMemoryStore:
             if record is not None and record.status != InterruptStatus.PENDING:
                 record.consumed = True
                 self._open_interrupts[record.invocation_id].discard(interrupt_id)
+        if batch.release_lease and batch.lease_owner is not None:
+            return await self.release_lease(invocation_id, batch.lease_owner)
+        return False
 
-    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> bool:
+    async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
+        if invocation_id not in self.invocations:
+            raise InvocationNotFoundError(invocation_id)
         now = time.monotonic()
         holder = self._leases.get(invocation_id)
         if holder is not None and holder[0] != owner and holder[1] > now:
-            return False
+            return None
         self._leases[invocation_id] = (owner, now + ttl)
-        return True
+        return await self.load_checkpoint(invocation_id)
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         if self._leases.get(invocation_id, (None,))[0] == owner:
