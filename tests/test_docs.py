@@ -22,7 +22,7 @@ def test_engine_guide_samples_run():
             code = compile(
                 block, f"engine.md block {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             )
-            result = eval(code, namespace)  # noqa: S307 - our own documentation
+            result = eval(code, namespace)
             if asyncio.iscoroutine(result):
                 await result
 

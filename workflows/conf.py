@@ -10,8 +10,9 @@ DEFAULTS: dict[str, Any] = {
     "WORKFLOW_MODULES": [],
     # Seconds an execution lease lasts; every checkpoint renews it.
     "LEASE_SECONDS": 60,
-    # Deliveries of one run task that never finish before the invocation is failed
-    # (a poison message that kills its worker cannot loop forever).
+    # Runs that never finish (they die holding the execution lease, which a later delivery
+    # takes over once it expires) before the invocation is failed: a poison message that
+    # kills its worker cannot loop forever.
     "MAX_DELIVERIES": 5,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,

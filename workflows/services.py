@@ -5,6 +5,7 @@ on commit; bad input raises a named error and changes nothing."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from .conf import hitl_settings
 from .engine.errors import (
@@ -29,15 +31,27 @@ from .models import OPEN_STATUSES, Interrupt, Invocation, NodeRun, Session
 from .registry import registry
 from .store import ANSWERED, DjangoStore
 
+logger = logging.getLogger(__name__)
+
 
 def store() -> DjangoStore:
     return DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS)
 
 
 def _enqueue_run(invocation_id: Any) -> None:
+    transaction.on_commit(lambda: _send_run(invocation_id))
+
+
+def _send_run(invocation_id: Any) -> None:
     from .tasks import run_invocation
 
-    transaction.on_commit(lambda: run_invocation.apply_async(args=[str(invocation_id)]))
+    try:
+        run_invocation.apply_async(args=[str(invocation_id)])
+    except BrokerError:
+        # What the transaction stored is committed and safe: the answer (or start, retry,
+        # expiry) is accepted, and recover_stalled re-enqueues the run once the broker is
+        # back. The caller's request succeeded; it must not see an error.
+        logger.warning("broker unavailable: run of invocation %s not enqueued", invocation_id)
 
 
 def _actor_id(actor: Any) -> Any:
@@ -138,13 +152,22 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     return Invocation.objects.get(pk=checkpoint.invocation.id)
 
 
+def _live_lease(now: datetime) -> Q:
+    return Q(lease_expires_at__gte=now) & ~Q(lease_owner="")
+
+
 def fail(invocation_id: Any, error: str) -> None:
-    """Mark an open invocation FAILED (a poison task, an incompatible definition)."""
+    """Mark an open invocation FAILED (a poison task, an incompatible definition).
+
+    Not while another execution holds a live lease: that run decides the outcome (the
+    invocation finishes once)."""
     db = store()
     with transaction.atomic():
         checkpoint = _locked_checkpoint(db, invocation_id)
         record = checkpoint.invocation
         if record.status.is_final:
+            return
+        if Invocation.objects.filter(_live_lease(timezone.now()), pk=record.id).exists():
             return
         record.status, record.error = NodeStatus.FAILED, error
         db.commit_sync(WriteBatch(record.id, invocation=record))
@@ -153,17 +176,29 @@ def fail(invocation_id: Any, error: str) -> None:
 def execute(invocation_id: str) -> None:
     """Run the engine for an invocation until it waits or finishes (the worker's job).
 
-    Counts deliveries that start and never finish: past HITL["MAX_DELIVERIES"] (a task
-    that kills its worker every time) the invocation fails instead of looping forever.
+    Poison guard: a run that never finishes (a task that kills its worker every time)
+    leaves its execution lease behind until the lease expires. Each delivery that takes
+    over such an expired lease counts one unfinished run; at HITL["MAX_DELIVERIES"] of
+    them in a row the invocation fails instead of looping forever. Deliveries that find
+    another run alive (concurrent answers) count nothing.
     """
+    now = timezone.now()
     rows = Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES)
-    if not rows.update(unfinished_deliveries=F("unfinished_deliveries") + 1):
-        return
+    rows.exclude(lease_owner="").filter(lease_expires_at__lt=now).update(
+        lease_owner="",
+        lease_expires_at=None,
+        unfinished_deliveries=F("unfinished_deliveries") + 1,
+    )
     row = rows.values("workflow_name", "workflow_version", "unfinished_deliveries").first()
     if row is None:
         return
-    if row["unfinished_deliveries"] > hitl_settings.MAX_DELIVERIES:
-        fail(invocation_id, f"gave up after {hitl_settings.MAX_DELIVERIES} unfinished runs")
+    if row["unfinished_deliveries"] >= hitl_settings.MAX_DELIVERIES:
+        fail(
+            invocation_id,
+            f"gave up after {row['unfinished_deliveries']} runs that never finished "
+            f'(a run task that kills its worker?); HITL["MAX_DELIVERIES"] is '
+            f"{hitl_settings.MAX_DELIVERIES}",
+        )
         return
     try:
         workflow = registry.for_invocation(
@@ -177,7 +212,10 @@ def execute(invocation_id: str) -> None:
         fail(invocation_id, f"{type(exc).__name__}: {exc}")
         return
     async_to_sync(Runner(workflow, store=store()).advance)(str(invocation_id), wait=False)
-    Invocation.objects.filter(pk=invocation_id).update(unfinished_deliveries=0)
+    # A run finished and let go of the lease: the invocation is not poison.
+    Invocation.objects.filter(pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0).update(
+        unfinished_deliveries=0
+    )
 
 
 def expire_overdue_interrupts(now: datetime | None = None) -> int:
