@@ -3,6 +3,8 @@
 Everything is read-only here; the cancel and retry actions go through services.
 """
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
@@ -44,11 +46,27 @@ class SessionEventInline(ReadOnlyInline):
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewing only: every state change goes through services."""
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> Any:
+        extra_context = {**(extra_context or {}), "show_save": False}
+        extra_context.update(show_save_and_continue=False, show_save_and_add_another=False)
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
 
 def _apply(

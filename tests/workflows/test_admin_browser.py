@@ -73,6 +73,7 @@ def test_staff_sees_waiting_invocations_and_cancels_one(live_server, browser, tm
 
         page.goto(f"{live_server.url}/admin/workflows/invocation/{target_id}/change/")
         detail = page.inner_text("body")
+        editing_controls = page.locator("input[name=_save], a.deletelink").count()
 
         first_message = cancel_from_changelist(page, live_server.url, target_id)
         second_message = cancel_from_changelist(page, live_server.url, target_id)
@@ -80,6 +81,7 @@ def test_staff_sees_waiting_invocations_and_cancels_one(live_server, browser, tm
     assert waiting_rows == 4
     assert "expense_approval@1/manager_approval@1" in detail
     assert "Approve an expense of" in detail
+    assert editing_controls == 0  # the monitor only shows; changes go through services
     assert "Cancel: 1 invocation(s)." in first_message
     assert "cannot cancel invocation" in second_message.lower()  # the engine's reason
     target.refresh_from_db()
