@@ -154,10 +154,6 @@ OPEN_INTERRUPT = "(status = %s OR (consumed = %s AND status IN (%s, %s)))"
 OPEN_INTERRUPT_PARAMS = [InterruptStatus.PENDING, False, *ANSWERED]
 
 
-def _values(row: dict[str, Any], columns: list[str]) -> tuple:
-    return tuple(row[c] for c in columns)
-
-
 def _checkpoint(invocation: InvocationRecord, runs: list, interrupts: list) -> Checkpoint:
     return Checkpoint(
         invocation=invocation,
@@ -592,7 +588,6 @@ class DjangoStore:
     # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         now = timezone.now()
-        connection = connections[self.using]
         take = (
             f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
             f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
@@ -605,32 +600,16 @@ class DjangoStore:
             owner,
             self._datetime(now),
         ]
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # Take the lease and read the whole checkpoint in one round trip.
-                cursor.execute(
-                    f"WITH inv AS ({take}) SELECT row_to_json(inv)::text, "
-                    f"(SELECT json_agg(r)::text FROM (SELECT {NODE_RUN_READ_COLUMNS} "
-                    f"FROM {NODE_RUNS} WHERE invocation_id = inv.id ORDER BY id) r), "
-                    f"(SELECT json_agg(i)::text FROM (SELECT {INTERRUPT_COLUMNS} "
-                    f"FROM {INTERRUPTS} WHERE invocation_id = inv.id AND {OPEN_INTERRUPT} "
-                    "ORDER BY created_at, id) i) "
-                    "FROM inv",
-                    [*params, *OPEN_INTERRUPT_PARAMS],
-                )
-                row = cursor.fetchone()
-                if row is not None:
-                    invocation, runs, interrupts = (json.loads(v or "[]") for v in row)
-                    return _checkpoint(
-                        invocation_record(_values(invocation, INVOCATION_READ)),
-                        [_values(r, NODE_RUN_READ) for r in runs],
-                        [_values(i, INTERRUPT_READ) for i in interrupts],
-                    )
-            else:
-                cursor.execute(take, params)
-                row = cursor.fetchone()
-                if row is not None:
-                    return self._checkpoint(row)
+        # Take the lease, then read the checkpoint in statements of their own. Not in one
+        # statement (a CTE): on PostgreSQL, when the UPDATE waits for the previous holder's
+        # last write, it sees that write once committed, but the rest of the statement keeps
+        # the snapshot from before it: stale node runs and answers already consumed, which
+        # the new run would apply a second time.
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(take, params)
+            row = cursor.fetchone()
+        if row is not None:
+            return self._checkpoint(row)
         if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
             raise InvocationNotFoundError(invocation_id)
         return None

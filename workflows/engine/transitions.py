@@ -160,6 +160,7 @@ def expire_batch(checkpoint: Checkpoint, interrupt_id: str, now: datetime) -> Wr
         return batch
     error = f"interrupt {interrupt_id!r} expired at its deadline"
     batch.resolutions.append(Resolution(interrupt_id, InterruptStatus.EXPIRED, at=now))
+    batch.consumed.add(interrupt_id)  # no answer to apply: a retry asks again
     waiting = checkpoint.node_runs.get(record.path)
     if invocation.status.is_final or waiting is None or waiting.status.is_final:
         return batch
