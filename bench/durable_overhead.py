@@ -228,36 +228,17 @@ def redis_version() -> str | None:
 # --- workflows ------------------------------------------------------------------------
 
 
-def trivial(count: int) -> list[Callable[[Any], Any]]:
-    def make() -> Callable[[Any], Any]:
-        def f(node_input: Any) -> Any:
-            return (node_input or 0) + 1
-
-        return f
-
-    return [make() for _ in range(count)]
-
-
 def chain_workflow() -> Any:
-    from workflows.engine import START, Workflow, node
+    from bench.engine_overhead import chain_workflow as build
+    from bench.engine_overhead import plain_functions
 
-    nodes = [node(name=f"n{i}")(f) for i, f in enumerate(trivial(CHAIN), 1)]
-    return Workflow(name="bench_chain", edges=[(START, *nodes)])
+    return build(plain_functions(CHAIN))
 
 
 def resume_workflow() -> Any:
-    from workflows.engine import START, RequestInput, Workflow, node
+    from bench.engine_overhead import resume_workflow as build
 
-    @node(name="ask")
-    def ask(node_input: Any) -> Any:
-        return RequestInput(message="approve?", payload={"value": node_input})
-
-    @node(name="after")
-    def after(node_input: Any) -> Any:
-        return node_input
-
-    nodes = [node(name=f"c{i}")(f) for i, f in enumerate(trivial(RESUME_CHAIN), 1)]
-    return Workflow(name="bench_resume", edges=[(START, *nodes, ask, after)])
+    return build(RESUME_CHAIN)
 
 
 # --- child: Django setup ----------------------------------------------------------------

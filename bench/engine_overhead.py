@@ -75,6 +75,35 @@ def ms(ns: float) -> float:
     return ns / 1e6
 
 
+def growth_rows(
+    first_label: str, last_label: str, first: list[float], last: list[float]
+) -> list[tuple[str, ...]]:
+    """Two table rows: the early resumes against the target, the late ones against it and
+    against the early ones (the growth ratio)."""
+    first_med, last_med = statistics.median(first), statistics.median(last)
+    ratio = last_med / first_med
+    return [
+        (
+            first_label,
+            ms(first_med),
+            ms(percentile(first, 99)),
+            "",
+            "",
+            f"< {RESUME_TARGET_MS} ms",
+            verdict(ms(first_med) < RESUME_TARGET_MS),
+        ),
+        (
+            last_label,
+            ms(last_med),
+            ms(percentile(last, 99)),
+            f"{ms(first_med):.4f}",
+            f"{ratio:.2f}",
+            f"< {RESUME_TARGET_MS} ms, ratio <= {GROWTH_TARGET:.2f}",
+            verdict(ms(last_med) < RESUME_TARGET_MS and ratio <= GROWTH_TARGET),
+        ),
+    ]
+
+
 def plain_functions(count: int) -> list[Callable[[int], int]]:
     """`count` distinct trivial functions (what the nodes wrap)."""
 
@@ -328,56 +357,19 @@ async def main(quick: bool) -> None:
         collections[label] = counter.counts
         first = [x for series in raw[label] for x in series[:window]]
         last = [x for series in raw[label] for x in series[-window:]]
-        first_med, last_med = statistics.median(first), statistics.median(last)
-        rows.append(
-            (
-                f"resume, {label}: first {window}",
-                ms(first_med),
-                ms(percentile(first, 99)),
-                "",
-                "",
-                f"< {RESUME_TARGET_MS} ms",
-                verdict(ms(first_med) < RESUME_TARGET_MS),
-            )
-        )
-        rows.append(
-            (
-                f"resume, {label}: last {window}",
-                ms(last_med),
-                ms(percentile(last, 99)),
-                f"{ms(first_med):.4f}",
-                f"{last_med / first_med:.2f}",
-                f"< {RESUME_TARGET_MS} ms, ratio <= {GROWTH_TARGET:.2f}",
-                verdict(ms(last_med) < RESUME_TARGET_MS and last_med / first_med <= GROWTH_TARGET),
-            )
+        rows += growth_rows(
+            f"resume, {label}: first {window}", f"resume, {label}: last {window}", first, last
         )
 
     # 4. The same growth question, paired: 1st resume on a new store vs the 1,000th+ on a
     # store that already ran `resumes - 1` invocations, measured alternately.
     gc.collect()
     young, grown = await paired_resume_latencies(resumes - 1, pairs)
-    young_med, grown_med = statistics.median(young), statistics.median(grown)
-    rows.append(
-        (
-            f"resume, paired: 1st on new store (x{pairs})",
-            ms(young_med),
-            ms(percentile(young, 99)),
-            "",
-            "",
-            f"< {RESUME_TARGET_MS} ms",
-            verdict(ms(young_med) < RESUME_TARGET_MS),
-        )
-    )
-    rows.append(
-        (
-            f"resume, paired: {resumes:,}th+ on grown store",
-            ms(grown_med),
-            ms(percentile(grown, 99)),
-            f"{ms(young_med):.4f}",
-            f"{grown_med / young_med:.2f}",
-            f"< {RESUME_TARGET_MS} ms, ratio <= {GROWTH_TARGET:.2f}",
-            verdict(ms(grown_med) < RESUME_TARGET_MS and grown_med / young_med <= GROWTH_TARGET),
-        )
+    rows += growth_rows(
+        f"resume, paired: 1st on new store (x{pairs})",
+        f"resume, paired: {resumes:,}th+ on grown store",
+        young,
+        grown,
     )
 
     print_table(rows)

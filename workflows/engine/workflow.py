@@ -140,6 +140,9 @@ class _Scheduler:
         self.tasks: dict[asyncio.Future[Context], BaseNode] = {}
         self.task_paths: dict[asyncio.Future[Context], str] = {}
         self.open_joins: dict[str, str] = {}  # join name -> path of its collecting run
+        # Finished child tasks, in completion order (waiting on all tasks at each step
+        # would make a wide fan-out quadratic).
+        self.finished: asyncio.Queue[asyncio.Future[Context]] = asyncio.Queue()
 
     async def run(self, node_input: Any) -> None:
         existing = self.execution.children.get(self.ctx.path)
@@ -150,24 +153,27 @@ class _Scheduler:
                 self._dispatch(target, node_input, START)
         try:
             while self.tasks:
-                done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
-                failure: BaseException | None = None
-                for task in done:
-                    node = self.tasks.pop(task)
-                    del self.task_paths[task]
-                    if task.exception() is not None:
-                        failure = failure or task.exception()
-                        continue
-                    child = task.result()
-                    if child.status == NodeStatus.COMPLETED:
-                        self._completed(node, child)
-                if failure is not None:
-                    raise failure
-            if self.open_joins and not self.ctx.interrupt_ids:
-                raise GraphError(self._unfired_joins())
+                task = await self.finished.get()
+                if task in self.tasks:
+                    self._settle(task)
         except BaseException:
+            # A failure is raised only after siblings that finished meanwhile (their done
+            # callbacks may still be queued) have dispatched their downstream.
+            for task in [t for t in self.tasks if t.done() and not t.cancelled()]:
+                if task.exception() is None:
+                    self._settle(task)
             await self._cancel_all()
             raise
+        if self.open_joins and not self.ctx.interrupt_ids:
+            raise GraphError(self._unfired_joins())
+
+    def _settle(self, task: asyncio.Future[Context]) -> None:
+        """Take a finished child task off the books; a completed child fires its edges."""
+        node = self.tasks.pop(task)
+        del self.task_paths[task]
+        child = task.result()  # re-raises the child's failure
+        if child.status == NodeStatus.COMPLETED:
+            self._completed(node, child)
 
     def _reenter(self, paths: list[str]) -> None:
         for path in paths:
@@ -233,7 +239,7 @@ class _Scheduler:
 
     def _collect(self, join: JoinNode, path: str, state: NodeRunState) -> None:
         predecessors = self.workflow.predecessors[join.name]
-        if all(p in state.input for p in predecessors):
+        if len(state.input) == len(predecessors):  # inputs are keyed by predecessor
             self.open_joins.pop(join.name, None)
             inputs = {p: state.input[p] for p in predecessors}
             self.execution.save(path, replace(state, input=inputs))
@@ -243,6 +249,7 @@ class _Scheduler:
 
     def _start(self, node: BaseNode, value: Any, run_id: int) -> None:
         task = asyncio.ensure_future(self.ctx.run_child(node, value, run_id))
+        task.add_done_callback(self.finished.put_nowait)
         self.tasks[task] = node
         self.task_paths[task] = child_path(self.ctx.path, node.name, run_id)
 
