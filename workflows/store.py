@@ -11,7 +11,7 @@ import functools
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -431,12 +431,16 @@ class DjangoStore:
         invocation = batch.invocation
         assignments: list[str] = []
         values: list[Any] = []
-        if replace(batch, lease_owner=None, release_lease=False):  # more than the lease
-            assignments.append("updated_at = %s")
-            values.append(self._datetime(now))
         if invocation is not None:
-            assignments += ["status = %s", "output = %s", "error = %s"]
-            values += [invocation.status, _dumps(invocation.output), invocation.error or ""]
+            # updated_at moves with the status only: a step that renews the lease touches
+            # no indexed column, so PostgreSQL updates the row in place (HOT).
+            assignments += ["updated_at = %s", "status = %s", "output = %s", "error = %s"]
+            values += [
+                self._datetime(now),
+                invocation.status,
+                _dumps(invocation.output),
+                invocation.error or "",
+            ]
             if invocation.status.is_final:
                 assignments.append("finished_at = %s")
                 values.append(self._datetime(now))
@@ -632,6 +636,11 @@ class DjangoStore:
             [self._pk(invocation_id), False, *ANSWERED],
         )
         return bool(rows)
+
+    async def run_sync(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Synchronous node code runs in the thread that owns the database connection, so
+        node bodies may use the ORM (and share the caller's transaction)."""
+        return await _in_caller_thread(partial(func, *args, **kwargs))
 
     # -- the async protocol the engine awaits --------------------------------------------
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:

@@ -262,7 +262,11 @@ async def test_failure_leaves_no_sibling_pending_or_running(delay_steps):
     assert done.status == COMPLETED
     assert done.output == 3
     assert set(statuses(done).values()) == {COMPLETED}
-    assert calls["a"] == 1  # completed before the failure: never re-run
+    # At least once: a run the failure cancelled mid-body may run again, but one whose
+    # completion was checkpointed before the failure never does.
+    if failed.node_runs["wf@1/a@1"].status == COMPLETED:
+        assert calls["a"] == 1
+    assert all(calls[n] <= 2 for n in "abc")
 
 
 @sync

@@ -194,3 +194,37 @@ def test_signals_fire_after_commit():
         ("interrupt_resolved", "resolved"),
         ("invocation_finished", "COMPLETED"),
     ]
+
+
+def test_node_bodies_may_use_the_orm():
+    from django.contrib.auth import get_user_model
+
+    from workflows.engine import RequestInput, Workflow, node
+    from workflows.registry import registry
+
+    @node
+    def create_account(node_input):
+        return get_user_model().objects.create(username=node_input).pk
+
+    @node
+    def confirm(node_input):
+        user = get_user_model().objects.get(pk=node_input)
+        yield RequestInput(message=f"Activate {user.username}?", response_schema=bool)
+
+    @node
+    def count_accounts(node_input):
+        return {"activate": node_input, "accounts": get_user_model().objects.count()}
+
+    registry.register(
+        Workflow(name="accounts", edges=[("START", create_account, confirm, count_accounts)])
+    )
+    try:
+        invocation = services.start("accounts", "grace")
+        question = Interrupt.objects.get(invocation=invocation)
+        assert question.message == "Activate grace?"
+        services.submit_function_responses([{"id": question.id, "response": True}])
+    finally:
+        registry.unregister("accounts")
+    invocation.refresh_from_db()
+    assert invocation.status == NodeStatus.COMPLETED
+    assert invocation.output == {"activate": True, "accounts": 1}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import GraphError
 from .events import Event, RequestInput
+from .nodes import run_inline
 from .state import InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
 from .status import NodeStatus
 
@@ -51,7 +52,11 @@ class Execution:
         self.interrupts = dict(interrupts or {})
         self.answers = dict(answers or {})
         self._consumed: set[str] = set()
+        self.progressed = False
         self.lease_owner = lease_owner
+        # How synchronous node code runs: the store's `run_sync` if it has one (a database
+        # store runs it where blocking database calls are allowed), else inline.
+        self.run_sync = getattr(store, "run_sync", None) or run_inline
         self.batch = self._new_batch()
         self._flush_lock = asyncio.Lock()
         for path, state in (node_runs or {}).items():
@@ -96,6 +101,11 @@ class Execution:
             batch, self.batch = self.batch, self._new_batch()
             if not batch or self.store is None:
                 return False
+            if batch.node_runs and not self.progressed:
+                # The first checkpoint that records progress also shows the invocation
+                # RUNNING (a drive with nothing to do writes nothing).
+                batch.invocation = batch.invocation or self.invocation
+                self.progressed = True
             # The batch may hold other runs' outcomes: a cancelled caller must not drop it
             # halfway, so the commit completes before the cancellation lands.
             commit = asyncio.ensure_future(self.store.commit(batch))
@@ -147,6 +157,10 @@ class Context:
     @property
     def node_name(self) -> str:
         return self.node.name if self.node else ""
+
+    @property
+    def run_sync(self) -> Any:
+        return self._execution.run_sync
 
     @property
     def idempotency_key(self) -> str:

@@ -34,14 +34,34 @@ class RetryConfig:
         return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
 
 
-async def iterate_result(result: Any) -> AsyncIterator[Any]:
-    """Turn what a node body returns (value, awaitable, generator) into the items it emits."""
+async def run_inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The default way to run a synchronous node body: in the event loop's thread."""
+    return func(*args, **kwargs)
+
+
+_DONE = object()
+
+
+async def iterate_call(
+    run_sync: Callable[..., Any], func: Callable[..., Any], *args: Any, **kwargs: Any
+) -> AsyncIterator[Any]:
+    """Call a node body and turn what it gives (value, awaitable, generator) into the items
+    it emits. Synchronous code (a plain function, each step of a generator) runs through
+    `run_sync`, so a store can run it where blocking calls are allowed."""
+    if inspect.isasyncgenfunction(func):
+        async for item in func(*args, **kwargs):
+            yield item
+        return
+    if inspect.iscoroutinefunction(func):
+        result = await func(*args, **kwargs)
+    else:
+        result = await run_sync(func, *args, **kwargs)
     if inspect.isasyncgen(result):
         async for item in result:
             yield item
         return
     if inspect.isgenerator(result):
-        for item in result:
+        while (item := await run_sync(next, result, _DONE)) is not _DONE:
             yield item
         return
     if inspect.isawaitable(result):
@@ -83,7 +103,7 @@ class BaseNode:
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         """The items one execution of this node emits."""
-        return iterate_result(self.run(ctx, node_input))
+        return iterate_call(ctx.run_sync, self.run, ctx, node_input)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -126,13 +146,19 @@ class FunctionNode(BaseNode):
         self._wants_input = "node_input" in parameters
         self._wants_ctx = "ctx" in parameters
 
-    def run(self, ctx: Context, node_input: Any) -> Any:
+    def _arguments(self, ctx: Context, node_input: Any) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if self._wants_input:
             kwargs["node_input"] = node_input
         if self._wants_ctx:
             kwargs["ctx"] = ctx
-        return self.func(**kwargs)
+        return kwargs
+
+    def run(self, ctx: Context, node_input: Any) -> Any:
+        return self.func(**self._arguments(ctx, node_input))
+
+    def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
+        return iterate_call(ctx.run_sync, self.func, **self._arguments(ctx, node_input))
 
 
 class JoinNode(BaseNode):
@@ -145,6 +171,10 @@ class JoinNode(BaseNode):
 
     def run(self, ctx: Context, node_input: Any) -> Any:
         return node_input
+
+    def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
+        # A join only gathers inputs: its body runs inline, never through the store.
+        return iterate_call(run_inline, self.run, ctx, node_input)
 
 
 class ParallelWorker(BaseNode):

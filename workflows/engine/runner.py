@@ -147,8 +147,9 @@ class Runner:
             raise InvocationNotFoundError(invocation.id)
         if invocation.status.is_final:
             return await self.store.release_lease(invocation.id, lease_owner)
+        running = replace(invocation, status=NodeStatus.RUNNING)
         execution = Execution(
-            replace(invocation, status=NodeStatus.RUNNING),
+            running,
             self.store,
             checkpoint.node_runs,
             checkpoint.interrupts,
@@ -165,7 +166,7 @@ class Runner:
         except ExecutionAbortedError:
             return await self.store.release_lease(invocation.id, lease_owner)
         finished = replace(invocation, status=status, output=output, error=error)
-        if finished != invocation:
+        if finished != invocation or execution.progressed or execution.batch.node_runs:
             execution.batch.invocation = finished
         execution.consume(execution.answers)
         execution.batch.release_lease = True
