@@ -637,6 +637,17 @@ class DjangoStore:
         )
         return bool(rows)
 
+    async def commit_then_call(
+        self, batch: WriteBatch, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """A node's checkpoint and the start of its body, in one trip to this thread."""
+
+        def commit_then_call() -> Any:
+            self.commit_sync(batch)
+            return func(*args, **kwargs)
+
+        return await _in_caller_thread(commit_then_call)
+
     async def run_sync(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """Synchronous node code runs in the thread that owns the database connection, so
         node bodies may use the ORM (and share the caller's transaction)."""

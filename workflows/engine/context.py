@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import GraphError
@@ -95,25 +97,51 @@ class Execution:
 
     async def flush(self) -> bool:
         """Commit the pending transitions; return what the store's commit returns."""
+        async with self._taken_batch() as batch:
+            return await _complete(self.store.commit(batch)) if batch else False
+
+    async def flush_then_call(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Commit the pending transitions, then run synchronous node code: in one trip to
+        the store's thread when it offers `commit_then_call`."""
+        combined = getattr(self.store, "commit_then_call", None)
+        if combined is None:
+            await self.flush()
+            return await self.run_sync(func, *args, **kwargs)
+        async with self._taken_batch() as batch:
+            if batch:
+                return await _complete(combined(batch, func, args, kwargs))
+        return await self.run_sync(func, *args, **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def _taken_batch(self) -> AsyncIterator[WriteBatch | None]:
+        """The pending batch (None when empty or there is no store), taken for committing;
+        commits happen one at a time, in order."""
         # One yield lets siblings dispatched together add their transitions first.
         await asyncio.sleep(0)
         async with self._flush_lock:
             batch, self.batch = self.batch, self._new_batch()
             if not batch or self.store is None:
-                return False
+                yield None
+                return
             if batch.node_runs and not self.progressed:
                 # The first checkpoint that records progress also shows the invocation
                 # RUNNING (a drive with nothing to do writes nothing).
                 batch.invocation = batch.invocation or self.invocation
                 self.progressed = True
-            # The batch may hold other runs' outcomes: a cancelled caller must not drop it
-            # halfway, so the commit completes before the cancellation lands.
-            commit = asyncio.ensure_future(self.store.commit(batch))
-            try:
-                return await asyncio.shield(commit)
-            except asyncio.CancelledError:
-                await commit
-                raise
+            yield batch
+
+
+async def _complete(awaitable: Awaitable[Any]) -> Any:
+    """Await a commit that may hold other runs' outcomes: a cancelled caller must not drop
+    it halfway, so it completes before the cancellation lands."""
+    future = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await future
+        raise
 
 
 class Context:
@@ -146,6 +174,7 @@ class Context:
         self.interrupt_ids: set[str] = set()
         self.status = NodeStatus.PENDING
         self.error: str | None = None
+        self.checkpoint_due = False  # commit before the body runs (set by the runner)
         self.requests: list[RequestInput] = []  # interrupts raised by this execution
         self.recorded_call_ids: set[str] = set()  # raised by a yielded Event already written
         self._dynamic_run_ids: dict[str, int] = defaultdict(int)
@@ -158,9 +187,19 @@ class Context:
     def node_name(self) -> str:
         return self.node.name if self.node else ""
 
-    @property
-    def run_sync(self) -> Any:
-        return self._execution.run_sync
+    async def checkpoint(self) -> None:
+        """Commit this run's pending checkpoint, if one is due before its body runs."""
+        if self.checkpoint_due:
+            self.checkpoint_due = False
+            await self._execution.flush()
+
+    async def call_sync(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run synchronous node code through the store (see Execution.run_sync), after the
+        run's due checkpoint."""
+        if self.checkpoint_due:
+            self.checkpoint_due = False
+            return await self._execution.flush_then_call(func, args, kwargs)
+        return await self._execution.run_sync(func, *args, **kwargs)
 
     @property
     def idempotency_key(self) -> str:

@@ -115,9 +115,9 @@ class NodeRunner:
             ctx.interrupt_ids = set(carried_ids)
             ctx.requests, ctx.recorded_call_ids = [], set()
             save(NodeStatus.RUNNING)
+            # Committed before the body starts (with its first step, when the store can).
+            ctx.checkpoint_due = node.checkpoint_before_run
             try:
-                if node.checkpoint_before_run:
-                    await execution.flush()
                 await self._execute(ctx, node_input)
                 await self._check_new_interrupts(ctx)
             except ExecutionAbortedError:

@@ -43,25 +43,34 @@ _DONE = object()
 
 
 async def iterate_call(
-    run_sync: Callable[..., Any], func: Callable[..., Any], *args: Any, **kwargs: Any
+    ctx: Context,
+    func: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    inline: bool = False,
 ) -> AsyncIterator[Any]:
     """Call a node body and turn what it gives (value, awaitable, generator) into the items
     it emits. Synchronous code (a plain function, each step of a generator) runs through
-    `run_sync`, so a store can run it where blocking calls are allowed."""
-    if inspect.isasyncgenfunction(func):
-        async for item in func(*args, **kwargs):
-            yield item
-        return
-    if inspect.iscoroutinefunction(func):
+    `ctx.call_sync` (unless `inline`), so a store can run it where blocking calls are
+    allowed; the run's checkpoint is committed before any of the body runs."""
+    kwargs = kwargs or {}
+    call_sync = run_inline if inline else ctx.call_sync
+    if inspect.isasyncgenfunction(func) or inspect.iscoroutinefunction(func):
+        await ctx.checkpoint()
+        if inspect.isasyncgenfunction(func):
+            async for item in func(*args, **kwargs):
+                yield item
+            return
         result = await func(*args, **kwargs)
     else:
-        result = await run_sync(func, *args, **kwargs)
+        result = await call_sync(func, *args, **kwargs)
     if inspect.isasyncgen(result):
         async for item in result:
             yield item
         return
     if inspect.isgenerator(result):
-        while (item := await run_sync(next, result, _DONE)) is not _DONE:
+        while (item := await call_sync(next, result, _DONE)) is not _DONE:
             yield item
         return
     if inspect.isawaitable(result):
@@ -103,7 +112,7 @@ class BaseNode:
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         """The items one execution of this node emits."""
-        return iterate_call(ctx.run_sync, self.run, ctx, node_input)
+        return iterate_call(ctx, self.run, (ctx, node_input))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -158,7 +167,7 @@ class FunctionNode(BaseNode):
         return self.func(**self._arguments(ctx, node_input))
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        return iterate_call(ctx.run_sync, self.func, **self._arguments(ctx, node_input))
+        return iterate_call(ctx, self.func, kwargs=self._arguments(ctx, node_input))
 
 
 class JoinNode(BaseNode):
@@ -174,7 +183,7 @@ class JoinNode(BaseNode):
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         # A join only gathers inputs: its body runs inline, never through the store.
-        return iterate_call(run_inline, self.run, ctx, node_input)
+        return iterate_call(ctx, self.run, (ctx, node_input), inline=True)
 
 
 class ParallelWorker(BaseNode):
