@@ -231,3 +231,15 @@ async def test_join_behind_an_untaken_route_fails_the_workflow_clearly():
     assert result.error == (
         "GraphError: workflow 'routed_join' cannot finish: join 'both' never got input from right"
     )
+
+
+def test_timeout_policy_is_fail_or_a_default_answer():
+    from datetime import timedelta
+
+    from workflows.engine import DefaultResponse
+
+    assert RequestInput().on_timeout == "fail"
+    plain = RequestInput(timeout=timedelta(hours=1), on_timeout={"approved": False})
+    assert plain.on_timeout == DefaultResponse({"approved": False})
+    assert RequestInput.from_dict(plain.to_dict()) == plain
+    assert RequestInput.from_dict(RequestInput(on_timeout="fail").to_dict()).on_timeout == "fail"

@@ -43,7 +43,8 @@ class RequestInput:
     """Yielded or returned by a node to pause for an answer.
 
     `response_schema` is a JSON Schema dict, a pydantic model or a type (stored as JSON
-    Schema). `timeout` sets a deadline; `on_timeout` is "fail" or a DefaultResponse.
+    Schema). `timeout` sets a deadline; `on_timeout` is "fail" (the default), or the
+    answer to apply when the deadline passes: a DefaultResponse, or any other value.
     """
 
     interrupt_id: str | None = None
@@ -51,7 +52,15 @@ class RequestInput:
     payload: Any = None
     response_schema: Any = None
     timeout: timedelta | None = None
-    on_timeout: str | DefaultResponse = FAIL_ON_TIMEOUT
+    on_timeout: Any = FAIL_ON_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.on_timeout is None:
+            self.on_timeout = FAIL_ON_TIMEOUT
+        elif self.on_timeout != FAIL_ON_TIMEOUT and not isinstance(
+            self.on_timeout, DefaultResponse
+        ):
+            self.on_timeout = DefaultResponse(self.on_timeout)
 
     def as_function_call(self) -> FunctionCall:
         assert self.interrupt_id is not None
