@@ -211,7 +211,8 @@ def execute(invocation_id: str) -> None:
     except (DefinitionChangedError, LookupError) as exc:
         fail(invocation_id, f"{type(exc).__name__}: {exc}")
         return
-    async_to_sync(Runner(workflow, store=store()).advance)(str(invocation_id), wait=False)
+    runner = Runner(workflow, store=store(), lease_ttl=hitl_settings.LEASE_SECONDS)
+    async_to_sync(runner.advance)(str(invocation_id), wait=False)
     # A run finished and let go of the lease: the invocation is not poison.
     Invocation.objects.filter(pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0).update(
         unfinished_deliveries=0

@@ -36,9 +36,12 @@ class InvocationResult:
 class Runner:
     """Runs invocations of `workflow` on `store` (an InMemoryStore unless given)."""
 
-    def __init__(self, workflow: Workflow, store: Store | None = None) -> None:
+    def __init__(
+        self, workflow: Workflow, store: Store | None = None, *, lease_ttl: float = LEASE_TTL
+    ) -> None:
         self.workflow = workflow
         self.store: Store = store if store is not None else InMemoryStore()
+        self.lease_ttl = lease_ttl  # seconds; each checkpoint renews the lease
 
     async def run(
         self,
@@ -119,7 +122,7 @@ class Runner:
         """
         owner = new_id()
         while True:
-            checkpoint = await self.store.acquire_lease(invocation_id, owner, LEASE_TTL)
+            checkpoint = await self.store.acquire_lease(invocation_id, owner, self.lease_ttl)
             if checkpoint is None:
                 if not wait:
                     return

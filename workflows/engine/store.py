@@ -86,7 +86,8 @@ class InMemoryStore:
         self.events: dict[str, list[Event]] = {}
         self.interrupts: dict[str, InterruptRecord] = {}
         self._open_interrupts: dict[str, set[str]] = {}
-        self._leases: dict[str, tuple[str, float]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}  # owner, expiry (monotonic)
+        self._lease_ttls: dict[str, float] = {}
 
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
         invocation = self.invocations.get(invocation_id)
@@ -113,7 +114,8 @@ class InMemoryStore:
             holder = self._leases.get(invocation_id)
             if holder is not None and holder[0] != batch.lease_owner:
                 raise LeaseLostError(f"invocation {invocation_id} is leased to another run")
-            self._leases[invocation_id] = (batch.lease_owner, time.monotonic() + LEASE_TTL)
+            ttl = self._lease_ttls.get(invocation_id, LEASE_TTL)
+            self._leases[invocation_id] = (batch.lease_owner, time.monotonic() + ttl)
         if batch.invocation is not None:
             self.invocations[invocation_id] = replace(batch.invocation)
         runs = self.node_runs.setdefault(invocation_id, {})
@@ -149,6 +151,7 @@ class InMemoryStore:
         if holder is not None and holder[0] != owner and holder[1] > now:
             return None
         self._leases[invocation_id] = (owner, now + ttl)
+        self._lease_ttls[invocation_id] = ttl
         return await self.load_checkpoint(invocation_id)
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
