@@ -144,22 +144,11 @@ def _read_list(columns: list[str]) -> str:
 INVOCATION_COLUMNS = _read_list(INVOCATION_READ)
 NODE_RUN_READ_COLUMNS = _read_list(NODE_RUN_READ)
 INTERRUPT_COLUMNS = _read_list(INTERRUPT_READ)
-EVENT_READ_COLUMNS = (
-    "invocation_id, author, path, run_id, status, output, route, function_calls, "
-    "function_responses, long_running_tool_ids, error, timestamp"
-)
+EVENT_READ_COLUMNS = ", ".join(EVENT_COLUMNS)
 
 
 OPEN_INTERRUPT = "(status = %s OR (consumed = %s AND status IN (%s, %s)))"
 OPEN_INTERRUPT_PARAMS = [InterruptStatus.PENDING, False, *ANSWERED]
-
-
-def _checkpoint(invocation: InvocationRecord, runs: list, interrupts: list) -> Checkpoint:
-    return Checkpoint(
-        invocation=invocation,
-        node_runs=dict(node_run_state(r) for r in runs),
-        interrupts={record.id: record for record in map(interrupt_record, interrupts)},
-    )
 
 
 def invocation_record(row: tuple) -> InvocationRecord:
@@ -321,7 +310,11 @@ class DjangoStore:
             f"AND {OPEN_INTERRUPT} ORDER BY created_at, id",
             [pk, *OPEN_INTERRUPT_PARAMS],
         )
-        return _checkpoint(invocation, runs, interrupts)
+        return Checkpoint(
+            invocation=invocation,
+            node_runs=dict(node_run_state(r) for r in runs),
+            interrupts={record.id: record for record in map(interrupt_record, interrupts)},
+        )
 
     def load_interrupts_sync(
         self, ids: Iterable[str], *, lock: bool = False

@@ -4,7 +4,7 @@ from enum import StrEnum
 
 
 class NodeStatus(StrEnum):
-    """Status of a node run, and of an invocation (same lifecycle)."""
+    """Status of a node run, and of an invocation (they share the lifecycle, DESIGN 3.5)."""
 
     PENDING = "PENDING"
     RUNNING = "RUNNING"
@@ -19,9 +19,6 @@ class NodeStatus(StrEnum):
 
 
 _FINAL = {NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.CANCELLED}
-
-# Invocations share the node-run lifecycle (DESIGN 3.5).
-InvocationStatus = NodeStatus
 
 
 class InterruptStatus(StrEnum):
