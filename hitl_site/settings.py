@@ -50,7 +50,15 @@ INSTALLED_APPS = [
 ]
 # The API stack is optional (the `api` extra).
 INSTALLED_APPS += [
-    app for app in ("rest_framework", "django_filters", "drf_spectacular") if installed(app)
+    app
+    for app in (
+        "rest_framework",
+        "rest_framework.authtoken",
+        "django_filters",
+        "drf_spectacular",
+        "drf_spectacular_sidecar",
+    )
+    if installed(app)
 ]
 INSTALLED_APPS += [
     "workflows",
@@ -166,8 +174,33 @@ HITL = {
 
 # --- REST framework ---------------------------------------------------------------------------
 
+# Token first: an unauthenticated request then gets 401 with a WWW-Authenticate header.
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
+        "user": os.environ.get("API_THROTTLE_USER", "6000/minute"),
+    },
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "HITL workflows API",
+    "DESCRIPTION": "Start workflows, find the questions they wait on, answer and decide.",
+    "VERSION": "1",
+    # Swagger UI and Redoc assets come from drf-spectacular-sidecar (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Logging ----------------------------------------------------------------------------------

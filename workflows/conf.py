@@ -16,6 +16,16 @@ DEFAULTS: dict[str, Any] = {
     "MAX_DELIVERIES": 5,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,
+    # Seconds the API keeps an `Idempotency-Key` and the response it answered: a repeat
+    # within that time gets the stored response instead of doing the work again.
+    "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+    # Webhook deliveries: attempts per message (the first one included), the delay before
+    # the first retry (doubling after each failure, capped at WEBHOOK_MAX_BACKOFF), and how
+    # long one attempt may take.
+    "WEBHOOK_MAX_ATTEMPTS": 8,
+    "WEBHOOK_BACKOFF_SECONDS": 10,
+    "WEBHOOK_MAX_BACKOFF_SECONDS": 3600,
+    "WEBHOOK_TIMEOUT_SECONDS": 10,
 }
 
 
