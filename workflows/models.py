@@ -1,11 +1,17 @@
 """Durable state: sessions, invocations, node-run checkpoints, events and interrupts."""
 
+import base64
+import secrets
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
+from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
@@ -138,7 +144,16 @@ class Interrupt(models.Model):
     message = models.TextField(blank=True)
     payload = models.JSONField(null=True, blank=True)
     response_schema = models.JSONField(null=True, blank=True)
+    # Who answers (DESIGN 4.1): "user:<username>"/"group:<name>" strings; empty: anyone
+    # with the answer permission. `quorum` approvals answer; `four_eyes` bars the starter.
     assignees = models.JSONField(default=list, blank=True)
+    quorum = models.PositiveSmallIntegerField(default=1)
+    four_eyes = models.BooleanField(default=False)
+    # Who is working on it: a hint for colleagues, never a lock.
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(
         max_length=16, choices=INTERRUPT_STATUS_CHOICES, default=InterruptStatus.PENDING
     )
@@ -155,6 +170,10 @@ class Interrupt(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [
+            ("answer_interrupt", "Can answer interrupts"),
+            ("reassign_interrupt", "Can reassign any interrupt"),
+        ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),
             models.Index(fields=["invocation", "status"], name="hitl_interrupt_invocation"),
@@ -174,3 +193,143 @@ class Interrupt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+class Decision(models.Model):
+    """One person's answer to an interrupt (DESIGN 4.1): immutable, one per person.
+    Enough of them (the interrupt's quorum) become its FunctionResponse."""
+
+    interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="decisions")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    response = models.JSONField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["interrupt", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["interrupt", "actor"], name="hitl_decision_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor} on {self.interrupt_id}"
+
+
+# --- API idempotency and webhooks -------------------------------------------------------------
+
+
+class IdempotencyKey(models.Model):
+    """A POST the API answered successfully, kept so a repeat with the same
+    `Idempotency-Key` gets the same response instead of doing the work twice."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=1000)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="hitl_idempotency_key")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="hitl_idempotency_created")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @classmethod
+    def purge_expired(cls) -> int:
+        """Delete the keys older than HITL["IDEMPOTENCY_KEY_TTL"]; returns how many."""
+        cutoff = timezone.now() - timedelta(seconds=hitl_settings.IDEMPOTENCY_KEY_TTL)
+        deleted, _ = cls.objects.filter(created_at__lt=cutoff).delete()
+        return deleted
+
+
+WEBHOOK_EVENTS = [
+    ("interrupt.opened", "Interrupt opened"),
+    ("interrupt.resolved", "Interrupt resolved"),
+    ("decision.recorded", "Decision recorded"),
+    ("invocation.finished", "Invocation finished"),
+]
+
+
+def new_webhook_secret() -> str:
+    """A Standard Webhooks secret: `whsec_` and 24 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+class WebhookEndpoint(models.Model):
+    """A URL that receives signed event notifications."""
+
+    url = models.URLField(max_length=2000)
+    secret = models.CharField(
+        max_length=200,
+        default=new_webhook_secret,
+        help_text="Standard Webhooks secret (whsec_ and base64); the receiver verifies with it.",
+    )
+    events = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Event types to send, e.g. ['interrupt.opened']; empty: every event.",
+    )
+    is_active = models.BooleanField(default=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["url"]
+
+    def __str__(self) -> str:
+        return self.description or self.url
+
+    def wants(self, event_type: str) -> bool:
+        return not self.events or event_type in self.events
+
+
+class WebhookDelivery(models.Model):
+    """One message to one endpoint. Its id is the `webhook-id` header, the same on every
+    attempt, so a receiver can drop repeats."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event_type = models.CharField(max_length=50, choices=WEBHOOK_EVENTS)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event_type} to {self.endpoint} ({self.status})"
+
+
+class WebhookAttempt(models.Model):
+    """One HTTP request of a delivery: what the endpoint answered and how long it took."""
+
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log"
+    )
+    attempted_at = models.DateTimeField(auto_now_add=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    duration_ms = models.FloatField()
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["delivery", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.status_code or self.error[:40]}"
