@@ -58,6 +58,11 @@ class Invocation(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # The monitor's admin actions; rows change only through workflows.services.
+        permissions = [
+            ("cancel_invocation", "Can cancel invocations"),
+            ("retry_invocation", "Can retry failed invocations"),
+        ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_inv_status"),
             models.Index(fields=["workflow_name", "status"], name="hitl_inv_workflow"),
@@ -162,6 +167,9 @@ class Interrupt(models.Model):
     on_timeout = models.JSONField(null=True, blank=True, help_text="null: fail on timeout")
     response = models.JSONField(null=True, blank=True)
     consumed = models.BooleanField(default=False)
+    # Answered, but the last pass did not reach its node run: not work waiting (recovery
+    # skips it), still applied when a later pass reaches the node run.
+    deferred = models.BooleanField(default=False)
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
