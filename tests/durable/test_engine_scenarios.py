@@ -10,6 +10,7 @@ from django.core import serializers
 
 from tests.engine import helpers
 from tests.engine.test_definitions import *  # noqa: F403
+from tests.engine.test_exactly_once import *  # noqa: F403
 from tests.engine.test_failure import *  # noqa: F403
 from tests.engine.test_graphs import *  # noqa: F403
 from tests.engine.test_rerun_on_resume import *  # noqa: F403

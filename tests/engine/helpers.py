@@ -80,9 +80,10 @@ def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
     return wrapper
 
 
-def check(result: InvocationResult) -> InvocationResult:
-    """Assert the invariants every result must satisfy, and return it."""
-    differences = checkpoint_differences(result.events, result.node_runs)
+def check(result: InvocationResult, unapplied: set[str] = frozenset()) -> InvocationResult:
+    """Assert the invariants every result must satisfy, and return it. `unapplied`: the
+    accepted answers no node run consumed yet."""
+    differences = checkpoint_differences(result.events, result.node_runs, unapplied)
     assert differences == [], "events do not rebuild the checkpoint:\n" + "\n".join(differences)
     for event in result.events:
         assert event.invocation_id == result.invocation_id
@@ -100,24 +101,28 @@ class Harness:
         self.store = store if store is not None else new_store()
         self.runner = Runner(workflow, store=self.store)
 
+    async def check(self, result: InvocationResult) -> InvocationResult:
+        checkpoint = await self.store.load_checkpoint(result.invocation_id)
+        return check(result, set(checkpoint.answers()) if checkpoint else set())
+
     async def run(self, node_input: Any = None) -> InvocationResult:
-        return check(await self.runner.run(node_input))
+        return await self.check(await self.runner.run(node_input))
 
     async def resume(self, answers: dict[str, Any], name: str = "answer") -> InvocationResult:
         responses = [FunctionResponse(id=i, name=name, response=v) for i, v in answers.items()]
-        return check(await self.runner.resume(responses))
+        return await self.check(await self.runner.resume(responses))
 
     async def resume_frs(self, responses: list[FunctionResponse]) -> InvocationResult:
-        return check(await self.runner.resume(responses))
+        return await self.check(await self.runner.resume(responses))
 
     async def retry(self, invocation_id: str) -> InvocationResult:
-        return check(await self.runner.retry(invocation_id))
+        return await self.check(await self.runner.retry(invocation_id))
 
     async def cancel(self, invocation_id: str) -> InvocationResult:
-        return check(await self.runner.cancel(invocation_id))
+        return await self.check(await self.runner.cancel(invocation_id))
 
     async def result(self, invocation_id: str) -> InvocationResult:
-        return check(await self.runner.result(invocation_id))
+        return await self.check(await self.runner.result(invocation_id))
 
     async def interrupt(self, interrupt_id: str) -> InterruptRecord:
         return (await self.store.load_interrupts([interrupt_id]))[interrupt_id]

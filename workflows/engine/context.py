@@ -89,11 +89,21 @@ class Execution:
         event.invocation_id = self.invocation.id
         self.batch.events.append(event)
 
-    def consume(self, interrupt_ids: Any) -> None:
-        """Mark answers as applied, in the batch of the transition that applies them."""
-        fresh = {i for i in interrupt_ids if i in self.answers} - self._consumed
+    def consume(self, path: str, interrupt_ids: Any) -> None:
+        """Mark as applied the answers that the node run at `path` owns, in the batch of
+        the transition that applies them. An ancestor passing answers down applies
+        nothing: if it stops before the owner runs, the answers stay for the next pass."""
+        fresh = {
+            i
+            for i in interrupt_ids
+            if i in self.answers and i in self.interrupts and self.interrupts[i].path == path
+        } - self._consumed
         self._consumed |= fresh
         self.batch.consumed |= fresh
+
+    def unapplied_answers(self) -> set[str]:
+        """Answers loaded for this pass that no owner applied."""
+        return set(self.answers) - self._consumed
 
     async def flush(self) -> bool:
         """Commit the pending transitions; return what the store's commit returns."""

@@ -71,7 +71,7 @@ class NodeRunner:
 
         ctx = Context(execution, node, path, run_id, parent, attempt)
         ctx.resume_inputs = resume_inputs
-        execution.consume(resume_inputs)
+        execution.consume(path, resume_inputs)
 
         def save(status: NodeStatus, error: str | None = None) -> None:
             ctx.status = status

@@ -7,6 +7,7 @@ through descendants write none, so their state is derived from their descendants
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from .events import Event
@@ -26,7 +27,11 @@ def _segment(path: str) -> tuple[str, int]:
     return name, int(run_id)
 
 
-def rebuild_node_runs(events: list[Event]) -> dict[str, NodeRunState]:
+def rebuild_node_runs(
+    events: list[Event], unapplied: Iterable[str] = ()
+) -> dict[str, NodeRunState]:
+    """Node-run state from events. `unapplied`: ids answered (a user event exists) that no
+    node run has applied yet; the node that owns one still waits on it."""
     answered: set[str] = set()
     raised: dict[str, set[str]] = defaultdict(set)
     errors: dict[str, int] = defaultdict(int)
@@ -39,6 +44,7 @@ def rebuild_node_runs(events: list[Event]) -> dict[str, NodeRunState]:
         errors[event.path] += bool(event.error)
         if event.status is not None:
             outcome[event.path] = event
+    answered -= set(unapplied)
     paths: set[str] = set(raised)
     for path in list(paths):
         parts = path.split("/")
@@ -80,9 +86,12 @@ def _derived_status(children: list[NodeRunState]) -> NodeStatus:
     return NodeStatus.RUNNING
 
 
-def checkpoint_differences(events: list[Event], node_runs: dict[str, NodeRunState]) -> list[str]:
-    """Where the checkpoint and the events disagree (empty when they agree)."""
-    rebuilt = rebuild_node_runs(events)
+def checkpoint_differences(
+    events: list[Event], node_runs: dict[str, NodeRunState], unapplied: Iterable[str] = ()
+) -> list[str]:
+    """Where the checkpoint and the events disagree (empty when they agree). `unapplied`:
+    the ids of accepted answers no node run consumed yet (see `rebuild_node_runs`)."""
+    rebuilt = rebuild_node_runs(events, unapplied)
     problems: list[str] = []
     for path, state in node_runs.items():
         if state.status not in COMPARED_STATUSES:

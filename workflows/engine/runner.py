@@ -171,7 +171,11 @@ class Runner:
         finished = replace(invocation, status=status, output=output, error=error)
         if finished != invocation or execution.progressed or execution.batch.node_runs:
             execution.batch.invocation = finished
-        execution.consume(execution.answers)
+        if status != NodeStatus.FAILED:
+            # Answers whose node run this pass did not reach wait for a pass that does;
+            # marked deferred, they do not make the invocation look stalled. After a
+            # failure they stay as they are: a retry applies them.
+            execution.batch.deferred |= execution.unapplied_answers()
         execution.batch.release_lease = True
         try:
             return await execution.flush()

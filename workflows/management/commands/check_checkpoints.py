@@ -29,7 +29,9 @@ class Command(BaseCommand):
             invocation_id = str(invocation_id)
             checkpoint = store.load_checkpoint_sync(invocation_id)
             problems = checkpoint_differences(
-                store.load_events_sync(invocation_id), checkpoint.node_runs
+                store.load_events_sync(invocation_id),
+                checkpoint.node_runs,
+                unapplied=checkpoint.answers(),
             )
             checked += 1
             if problems:
