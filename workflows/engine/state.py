@@ -51,6 +51,9 @@ class InterruptRecord:
     status: InterruptStatus = InterruptStatus.PENDING
     response: Any = None
     consumed: bool = False
+    # Answered, but the last pass did not reach the node run that owns it (see
+    # WriteBatch.deferred).
+    deferred: bool = False
     resolved_by: str | None = None
     resolved_at: datetime | None = None
     deadline: datetime | None = None
@@ -62,6 +65,11 @@ class InterruptRecord:
             InterruptStatus.RESOLVED,
             InterruptStatus.EXPIRED,
         )
+
+    @property
+    def awaits_pass(self) -> bool:
+        """An answer no pass has seen yet: the invocation has work to do."""
+        return self.holds_answer and not self.deferred
 
 
 @dataclass
@@ -98,6 +106,9 @@ class WriteBatch:
     new_interrupts: list[InterruptRecord] = field(default_factory=list)
     resolutions: list[Resolution] = field(default_factory=list)
     consumed: set[str] = field(default_factory=set)
+    # Answers a finished pass saw but could not apply (their node run was not reached):
+    # they stay unconsumed for a later pass, without counting as work waiting.
+    deferred: set[str] = field(default_factory=set)
     # The execution lease this write is made under: the store renews it, and refuses the
     # write (LeaseLostError) when another owner holds it.
     lease_owner: str | None = None
@@ -112,5 +123,6 @@ class WriteBatch:
             or self.new_interrupts
             or self.resolutions
             or self.consumed
+            or self.deferred
             or self.release_lease
         )

@@ -48,7 +48,7 @@ class Store(Protocol):
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
-        answers that no run consumed (they arrived while this run held the lease)."""
+        answers no pass has seen (they arrived while this run held the lease)."""
 
 
 def copy_node_run(state: NodeRunState) -> NodeRunState:
@@ -139,6 +139,10 @@ class InMemoryStore:
             if record is not None and record.status != InterruptStatus.PENDING:
                 record.consumed = True
                 self._open_interrupts[record.invocation_id].discard(interrupt_id)
+        for interrupt_id in batch.deferred:
+            record = self.interrupts.get(interrupt_id)
+            if record is not None and record.holds_answer:
+                record.deferred = True
         if batch.release_lease and batch.lease_owner is not None:
             return await self.release_lease(invocation_id, batch.lease_owner)
         return False
@@ -160,5 +164,5 @@ class InMemoryStore:
         if self.invocations[invocation_id].status.is_final:
             return False
         return any(
-            self.interrupts[i].holds_answer for i in self._open_interrupts.get(invocation_id, ())
+            self.interrupts[i].awaits_pass for i in self._open_interrupts.get(invocation_id, ())
         )
