@@ -7,7 +7,11 @@ class WorkflowsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # checks registers system checks when imported.
+        from . import checks, heartbeat, log  # noqa: F401
         from .conf import hitl_settings
         from .registry import registry
 
         registry.autodiscover(hitl_settings.WORKFLOW_MODULES)
+        heartbeat.connect()  # Celery worker and beat heartbeats, for hitl_status
+        log.connect()  # the invocation id on a worker's log records

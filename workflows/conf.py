@@ -16,6 +16,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_DELIVERIES": 5,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,
+    # Seconds of silence after which `hitl_status` reports a Celery worker or the periodic
+    # jobs as down; a worker records its heartbeat at most every quarter of this.
+    "HEARTBEAT_STALE_SECONDS": 120,
     # Seconds the API keeps an `Idempotency-Key` and the response it answered: a repeat
     # within that time gets the stored response instead of doing the work again.
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,

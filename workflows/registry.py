@@ -9,9 +9,11 @@ DefinitionChangedError.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import json
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,12 +28,28 @@ T = TypeVar("T", Workflow, Callable[[], Workflow])
 
 
 class UnknownWorkflowError(LookupError):
+    """No definition by that name (or version); the message lists what is registered."""
+
     code = "unknown_workflow"
 
-    def __init__(self, name: str, version: str | None = None):
+    def __init__(self, name: str, version: str | None = None, registered: Iterable[str] = ()):
         self.name = name
-        suffix = f" version {version!r}" if version else ""
-        super().__init__(f"no workflow named {name!r}{suffix} is registered")
+        self.registered = sorted(registered)
+        if version:
+            message = f"no workflow named {name!r} version {version!r} is registered"
+        else:
+            message = f"no workflow named {name!r} is registered"
+        if self.registered:
+            closest = difflib.get_close_matches(name, self.registered, n=1)
+            if closest and not version:
+                message += f"; did you mean {closest[0]!r}?"
+            message += f" Registered: {', '.join(self.registered)}."
+        else:
+            message += (
+                ". No workflow is registered at all: register() them in a workflows.py module "
+                'of an installed app, or list their modules in HITL["WORKFLOW_MODULES"].'
+            )
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -78,30 +96,38 @@ class WorkflowRegistry:
     def __init__(self) -> None:
         self._versions: dict[str, dict[str, Definition]] = {}
         self._latest: dict[str, Definition] = {}
+        # The modules that registered each name: versions of one workflow come from one
+        # module; a second module using the name is a clash (see workflows.checks).
+        self._origins: dict[str, set[str]] = {}
 
     def register(self, workflow: T | None = None, *, version: str | None = None) -> Any:
         """Register a Workflow, or decorate a factory that returns one."""
 
-        def add(target: T) -> T:
+        def add(target: T, origin: str) -> T:
             built = target if isinstance(target, Workflow) else target()
             if not isinstance(built, Workflow):
                 raise TypeError(f"register() needs a Workflow or a factory of one, got {built!r}")
             definition = Definition(built.name, version or fingerprint(built), built)
             self._versions.setdefault(built.name, {})[definition.version] = definition
             self._latest[built.name] = definition
+            self._origins.setdefault(built.name, set()).add(
+                origin if isinstance(target, Workflow) else target.__module__
+            )
             return target
 
-        return add(workflow) if workflow is not None else add
+        if workflow is not None:
+            return add(workflow, _caller_module())
+        return lambda target: add(target, _caller_module())
 
     def get(self, name: str, version: str | None = None) -> Definition:
         if version is None:
             if name not in self._latest:
-                raise UnknownWorkflowError(name)
+                raise UnknownWorkflowError(name, registered=self._latest)
             return self._latest[name]
         try:
             return self._versions[name][version]
         except KeyError:
-            raise UnknownWorkflowError(name, version) from None
+            raise UnknownWorkflowError(name, version, registered=self._latest) from None
 
     def for_invocation(
         self, name: str, version: str, paths: Callable[[], Iterable[str]]
@@ -121,14 +147,26 @@ class WorkflowRegistry:
     def definitions(self) -> list[Definition]:
         return sorted(self._latest.values(), key=lambda d: d.name)
 
+    def clashes(self) -> dict[str, list[str]]:
+        """Names that more than one module registered: {name: [modules]}."""
+        return {
+            name: sorted(modules) for name, modules in self._origins.items() if len(modules) > 1
+        }
+
     def unregister(self, name: str) -> None:
         self._versions.pop(name, None)
         self._latest.pop(name, None)
+        self._origins.pop(name, None)
 
     def autodiscover(self, extra_modules: Iterable[str] = ()) -> None:
         autodiscover_modules("workflows")
         for module in extra_modules:
             importlib.import_module(module)
+
+
+def _caller_module() -> str:
+    """The module that called register() (two frames up: past register and its helper)."""
+    return sys._getframe(2).f_globals.get("__name__", "?")
 
 
 registry = WorkflowRegistry()

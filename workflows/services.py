@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
@@ -91,12 +92,65 @@ def start(
     return invocation
 
 
-def _as_function_response(value: Any) -> FunctionResponse:
+FUNCTION_RESPONSE_SHAPE = (
+    'a FunctionResponse or a dict {"id": <interrupt id>, "name": <node name>, "response": ...}'
+)
+FUNCTION_RESPONSE_KEYS = {"id", "name", "response"}
+
+
+def _described(value: Any) -> str:
+    """What a caller passed, for an error message: its type and a short repr."""
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"{type(value).__name__} {shown}"
+
+
+def _as_function_response(value: Any, index: int = 0) -> FunctionResponse:
+    field = f"function_responses[{index}]"
     if isinstance(value, FunctionResponse):
         return value
-    if isinstance(value, Mapping) and isinstance(value.get("id"), str) and value["id"]:
-        return FunctionResponse(value["id"], str(value.get("name") or ""), value.get("response"))
-    raise ResponseValidationError(None, "id", "each function response needs a non-empty id")
+    if isinstance(value, Mapping):
+        unexpected = sorted(set(value) - FUNCTION_RESPONSE_KEYS, key=str)
+        if unexpected:
+            raise ResponseValidationError(
+                None,
+                field,
+                f"unexpected keys {unexpected}: a function response has only "
+                f'"id", "name" and "response" (put the answer under "response")',
+            )
+        if not isinstance(value.get("id"), str) or not value["id"]:
+            raise ResponseValidationError(
+                None,
+                f"{field}.id",
+                f"needs the interrupt id, a non-empty string; got {_described(value.get('id'))}",
+            )
+        if "response" not in value:
+            raise ResponseValidationError(None, f"{field}.response", "the answer is missing")
+        return FunctionResponse(value["id"], str(value.get("name") or ""), value["response"])
+    hint = ""
+    if isinstance(value, Interrupt):
+        hint = f'; to answer this interrupt pass {{"id": {value.pk!r}, "response": ...}}'
+    elif isinstance(value, UUID):
+        hint = "; an invocation id? Answers name the interrupt id (Interrupt.id, a string)"
+    raise ResponseValidationError(
+        None, field, f"got {_described(value)}; wants {FUNCTION_RESPONSE_SHAPE}{hint}"
+    )
+
+
+def _function_response_list(responses: Any) -> list[FunctionResponse]:
+    """The submission as a list of FunctionResponses; a clear error for a wrong shape."""
+    if isinstance(responses, Mapping | FunctionResponse | str | bytes) or not isinstance(
+        responses, Iterable
+    ):
+        raise ResponseValidationError(
+            None,
+            "function_responses",
+            f"wants a list of function responses, each {FUNCTION_RESPONSE_SHAPE}; "
+            f"got {_described(responses)}"
+            + ("; wrap it in a list" if isinstance(responses, Mapping | FunctionResponse) else ""),
+        )
+    return [_as_function_response(value, index) for index, value in enumerate(responses)]
 
 
 def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) -> Invocation:
@@ -106,7 +160,7 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
     answer is a success that changes nothing.
     """
-    responses = [_as_function_response(r) for r in responses]
+    responses = _function_response_list(responses)
     for response in responses:
         _ensure_json(response.response, "response")
     db = store()

@@ -1,0 +1,149 @@
+"""System checks (`manage.py check`, and every runserver/migrate): the set-up mistakes that
+otherwise show up later as an invocation stuck PENDING or a question that never resumes."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+
+from .conf import DEFAULTS
+from .registry import registry
+
+CELERY_HINT = (
+    "Add <project>/celery.py with `app = Celery('<project>')`, "
+    "`app.config_from_object('django.conf:settings', namespace='CELERY')` and "
+    "`app.autodiscover_tasks()`, and import that app in <project>/__init__.py "
+    "(`from .celery import app as celery_app`); see docs/embedding.md."
+)
+
+
+@register(Tags.compatibility)
+def check_celery_reads_django_settings(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.E001: tasks are sent through Celery's current app; unless it is the
+    project's app configured from Django settings, the CELERY_* settings are ignored."""
+    from celery import current_app
+
+    conf = current_app.conf
+    celery_settings = {
+        name: getattr(settings, name) for name in dir(settings) if name.startswith("CELERY_")
+    }
+    if not celery_settings:
+        if conf.get("task_always_eager") or conf.broker_url:
+            return []  # configured some other way (lower-case settings, the environment)
+        return [
+            Error(
+                "Celery is not configured: no CELERY_* settings, no broker and not eager, "
+                "so started invocations would never run.",
+                hint=CELERY_HINT,
+                id="workflows.E001",
+            )
+        ]
+    missing = object()
+    # An environment variable of the same name (CELERY_BROKER_URL) wins inside Celery.
+    ignored = sorted(
+        name
+        for name, value in celery_settings.items()
+        if name not in os.environ
+        and conf.get(name.removeprefix("CELERY_").lower(), missing) != value
+    )
+    if not ignored:
+        return []
+    shown = ", ".join(ignored[:3]) + (", ..." if len(ignored) > 3 else "")
+    return [
+        Error(
+            f"Celery's current app ({current_app.main or 'the default app'}) does not read "
+            f"the Django settings {shown}: invocations would sit PENDING with only a broker "
+            "warning.",
+            hint=CELERY_HINT,
+            id="workflows.E001",
+        )
+    ]
+
+
+@register(Tags.compatibility)
+def check_workflows_registered(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.W001: nothing registered; workflows.E002: one name, several modules."""
+    messages: list[CheckMessage] = []
+    if not registry.definitions():
+        messages.append(
+            Warning(
+                "No workflow is registered, so services.start() has nothing to start.",
+                hint="Call workflows.registry.register(...) in a workflows.py module of an "
+                "installed app (imported at start-up), or list other modules in "
+                'HITL["WORKFLOW_MODULES"].',
+                id="workflows.W001",
+            )
+        )
+    for name, modules in registry.clashes().items():
+        messages.append(
+            Error(
+                f"The workflow name {name!r} is registered by {len(modules)} modules: "
+                f"{', '.join(modules)}; which one start() uses depends on import order.",
+                hint="Give each workflow its own name (the versions of one workflow belong "
+                "in one module).",
+                id="workflows.E002",
+            )
+        )
+    return messages
+
+
+def _accepted_types(default: Any) -> tuple[type, ...] | None:
+    """The value types a HITL key accepts, derived from its default (None: any)."""
+    if default is None:
+        return None
+    if isinstance(default, bool):
+        return (bool,)
+    if isinstance(default, int | float):
+        return (int, float)
+    if isinstance(default, list | tuple):
+        return (list, tuple)
+    if isinstance(default, Mapping):
+        return (Mapping,)
+    return (type(default),)
+
+
+@register(Tags.compatibility)
+def check_hitl_settings(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.E003: HITL is not a dict or has an unknown key; workflows.E004: a value of
+    the wrong type. Both derive from workflows.conf.DEFAULTS."""
+    configured = getattr(settings, "HITL", {})
+    if not isinstance(configured, Mapping):
+        return [
+            Error(
+                f"HITL must be a dict, not {type(configured).__name__}.",
+                hint="HITL = {} takes every default; docs/reference.md lists the keys.",
+                id="workflows.E003",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    for key, value in configured.items():
+        if key not in DEFAULTS:
+            closest = difflib.get_close_matches(str(key), DEFAULTS, n=1)
+            messages.append(
+                Error(
+                    f"HITL has an unknown key {key!r}.",
+                    hint=(f"Did you mean {closest[0]!r}? " if closest else "")
+                    + f"Known keys: {', '.join(sorted(DEFAULTS))}.",
+                    id="workflows.E003",
+                )
+            )
+            continue
+        accepted = _accepted_types(DEFAULTS[key])
+        if accepted is None:
+            continue
+        # bool is an int to Python, never a number of seconds to a reader.
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
+            names = " or ".join(t.__name__ for t in accepted)
+            messages.append(
+                Error(
+                    f'HITL["{key}"] is {type(value).__name__} {value!r}; it must be {names}.',
+                    hint=f"The default is {DEFAULTS[key]!r}; see docs/reference.md.",
+                    id="workflows.E004",
+                )
+            )
+    return messages
