@@ -16,7 +16,15 @@ from workflows.engine import FunctionResponse
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
 
-from .worker import QUEUE, broker_down, celery_worker, purge, require_postgres, wait_for
+from .worker import (
+    QUEUE,
+    broker_down,
+    celery_worker,
+    purge,
+    queue_length,
+    require_postgres,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker]
 
@@ -53,12 +61,6 @@ def waiting_interrupt(invocation: Invocation) -> Interrupt | None:
 def finished(invocation: Invocation) -> Invocation | None:
     row = reload(invocation)
     return row if row.status in (NodeStatus.COMPLETED, NodeStatus.FAILED) else None
-
-
-def queue_length(app, queue: str) -> int:
-    with app.connection_for_write() as conn:
-        declared = app.amqp.queues[queue].bind(conn.default_channel).queue_declare()
-    return declared.message_count
 
 
 def assert_completed_once(invocation: Invocation, interrupt_id: str) -> None:

@@ -9,7 +9,8 @@
 - The `celery_broker` fixture (exported through tests/integration/conftest.py) does the
   latter for one test; parametrize it indirectly with "redis" or "amqp".
 - `broker_down(broker_url)`: inside the block the in-process app's broker refuses
-  connections (its host on a closed port).
+  connections (its host on a closed port); `broker_hung(broker_url)`: it accepts
+  connections and never answers.
 - `wait_for(condition)`: poll the database (or anything) until a condition holds.
 
 The tests use a queue of their own (`QUEUE`, purged before each test and deleted after), so
@@ -24,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -151,18 +153,62 @@ def use_broker(broker_url: str, queue: str = QUEUE) -> Iterator[Any]:
             _delete_queue(app, queue)
 
 
+def _on_loopback_port(broker_url: str, port: int) -> str:
+    """`broker_url` with its host replaced by 127.0.0.1:`port` (credentials kept)."""
+    parts = urlsplit(broker_url)
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
 @contextmanager
 def broker_down(broker_url: str) -> Iterator[Any]:
     """Inside the block the in-process app sends to the broker's host on a closed port:
     the broker is down (connections are refused) as far as this process can tell."""
-    parts = urlsplit(broker_url)
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    userinfo = parts.netloc.rpartition("@")[0]
-    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
-    with _app_sends_to(parts._replace(netloc=netloc).geturl(), QUEUE) as app:
+    with _app_sends_to(_on_loopback_port(broker_url, port), QUEUE) as app:
         yield app
+
+
+@contextmanager
+def broker_hung(broker_url: str) -> Iterator[Any]:
+    """Inside the block the in-process app sends to a hung broker: a TCP server on
+    loopback that accepts connections and never answers. Leaving the block closes them,
+    which releases anything still blocked on them."""
+    accepted: list[socket.socket] = []
+    stopped = threading.Event()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        server.settimeout(0.1)
+
+        def accept_until_stopped() -> None:
+            while not stopped.is_set():
+                try:
+                    accepted.append(server.accept()[0])
+                except TimeoutError:
+                    continue
+
+        acceptor = threading.Thread(target=accept_until_stopped, daemon=True)
+        acceptor.start()
+        try:
+            url = _on_loopback_port(broker_url, server.getsockname()[1])
+            with _app_sends_to(url, QUEUE) as app:
+                yield app
+        finally:
+            stopped.set()
+            acceptor.join()
+            for peer in accepted:
+                peer.close()
+
+
+def queue_length(app: Any = celery_app, queue: str = QUEUE) -> int:
+    """How many messages wait in `queue` (not counting those a worker holds unacked)."""
+    with app.connection_for_write() as conn:
+        declared = app.amqp.queues[queue].bind(conn.default_channel).queue_declare()
+    return declared.message_count
 
 
 def _delete_queue(app: Any, queue: str) -> None:
@@ -260,17 +306,23 @@ class WorkerProcess:
 
 @contextmanager
 def celery_worker(
-    broker_url: str, queue: str = QUEUE, *, timeout: float = READY_TIMEOUT
+    broker_url: str,
+    queue: str = QUEUE,
+    *,
+    timeout: float = READY_TIMEOUT,
+    settings: str = "hitl_site.settings",
 ) -> Iterator[WorkerProcess]:
     """Run `celery -A hitl_site worker -P solo` on the test database until the block ends.
 
-    Prints the worker's log when the block (or the start) fails.
+    `settings` is the worker's DJANGO_SETTINGS_MODULE (a test project of its own can
+    register test workflows there). Prints the worker's log when the block (or the start)
+    fails.
     """
     env = {
         **os.environ,
         "DATABASE_URL": test_database_url(),
         "CELERY_BROKER_URL": broker_url,
-        "DJANGO_SETTINGS_MODULE": "hitl_site.settings",
+        "DJANGO_SETTINGS_MODULE": settings,
         "PYTHONUNBUFFERED": "1",
     }
     name = f"{queue}-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"

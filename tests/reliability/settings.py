@@ -1,0 +1,15 @@
+"""Settings of the worker processes the reliability tests start: the project's settings
+with the test workflows of tests/reliability/workflows.py registered.
+
+A test may pin its workers' lease length with the environment variable
+HITL_TEST_LEASE_SECONDS (the worker inherits the test process's environment); without it
+the workers run with the default."""
+
+import os
+
+from hitl_site.settings import *  # noqa: F403
+from hitl_site.settings import HITL
+
+HITL = {**HITL, "WORKFLOW_MODULES": [*HITL["WORKFLOW_MODULES"], "tests.reliability.workflows"]}
+if os.environ.get("HITL_TEST_LEASE_SECONDS"):
+    HITL["LEASE_SECONDS"] = float(os.environ["HITL_TEST_LEASE_SECONDS"])

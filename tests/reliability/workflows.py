@@ -1,0 +1,98 @@
+"""Workflows of the reliability tests, registered in the test process (conftest.py) and in
+the worker processes (settings.py).
+
+Every node body appends what it does to a journal file named in the input (one JSON line
+per entry, with the process id and the time), so a test sees each execution in every
+process, including those of a worker it killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+from typing import Any
+
+from workflows.engine import DefaultResponse, RequestInput, Workflow, node
+from workflows.registry import register
+
+DECISION = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}},
+    "required": ["approved"],
+}
+
+
+def note(journal: str, node_name: str, what: str) -> None:
+    """Append one entry to the journal (a single small O_APPEND write: atomic)."""
+    entry = {"node": node_name, "what": what, "pid": os.getpid(), "at": time.time()}
+    with open(journal, "a") as file:
+        file.write(json.dumps(entry) + "\n")
+
+
+def read_journal(journal: str) -> list[dict[str, Any]]:
+    try:
+        with open(journal) as file:
+            return [json.loads(line) for line in file if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+@node
+def prepare(node_input: dict) -> dict:
+    note(node_input["journal"], "prepare", "ran")
+    return node_input
+
+
+@node
+def slow(node_input: dict) -> dict:
+    note(node_input["journal"], "slow", "start")
+    time.sleep(node_input["seconds"])
+    note(node_input["journal"], "slow", "end")
+    return node_input
+
+
+@node
+def finish(node_input: dict) -> dict:
+    note(node_input["journal"], "finish", "ran")
+    return {"slept": node_input["seconds"]}
+
+
+@register
+def slow_step() -> Workflow:
+    """prepare -> slow (sleeps input["seconds"]) -> finish."""
+    return Workflow(name="reliability_slow_step", edges=[("START", prepare, slow, finish)])
+
+
+@node(name="approve")
+def ask(node_input: dict) -> RequestInput:
+    return RequestInput(message=f"Approve {node_input['what']}?", response_schema=DECISION)
+
+
+@node
+def record(node_input: dict) -> dict:
+    return {"approved": node_input["approved"]}
+
+
+@register
+def approval() -> Workflow:
+    """approve (one question) -> record."""
+    return Workflow(name="reliability_approval", edges=[("START", ask, record)])
+
+
+@node(name="review", parallel_worker=True)
+def review(node_input: str) -> RequestInput:
+    # Overdue from the start for a sweep run with a later `now`; until then a normal question.
+    return RequestInput(
+        message=f"Review {node_input}",
+        payload={"item": node_input},
+        response_schema=DECISION,
+        timeout=timedelta(hours=1),
+        on_timeout=DefaultResponse({"approved": False}),
+    )
+
+
+@register
+def reviews() -> Workflow:
+    """One question per item of the input list, all open at once, each with a deadline."""
+    return Workflow(name="reliability_reviews", edges=[("START", review)])
