@@ -41,6 +41,8 @@ DEBUG = env_bool("DEBUG", True)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [
+    # Before django.contrib.admin: its admin/index.html adds the pending-approvals count.
+    "approvals",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -62,7 +64,8 @@ INSTALLED_APPS += [
 ]
 INSTALLED_APPS += [
     "workflows",
-    "approvals",
+    # The decision form's JSON editor for schemas no plain field covers (static JS, no CDN).
+    "django_jsonform",
 ]
 
 MIDDLEWARE = [
@@ -125,6 +128,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# The answer rule (DESIGN 4.1): user.has_perm("workflows.answer_interrupt", interrupt).
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "workflows.backends.AnswerPermissionBackend",
+]
+
 # --- Internationalization ---------------------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"
@@ -161,6 +170,10 @@ CELERY_BEAT_SCHEDULE = {
     "hitl-expire-interrupts": {
         "task": "workflows.tasks.expire_overdue_interrupts",
         "schedule": timedelta(seconds=30),
+    },
+    "hitl-purge-idempotency-keys": {
+        "task": "workflows.tasks.purge_idempotency_keys",
+        "schedule": timedelta(hours=1),
     },
 }
 
@@ -201,6 +214,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "workflows.models.STATUS_CHOICES",
+        "InterruptStatusEnum": "workflows.models.INTERRUPT_STATUS_CHOICES",
+    },
 }
 
 # --- Logging ----------------------------------------------------------------------------------

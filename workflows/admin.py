@@ -1,48 +1,91 @@
-"""Invocation monitor: invocations with their node runs, interrupts and event timeline.
+"""Invocation monitor: each invocation with a picture of its graph coloured by status, its
+node runs, its questions and its event timeline; a page per registered workflow with its
+graph.
 
-Everything is read-only here; the cancel and retry actions go through services.
+Every page here only shows ("View", never "Change"). The admin actions are the only way to
+change anything, each behind its own permission, and each goes through workflows.services.
 """
 
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
 
-from . import services
+from . import services, webhooks
 from .engine.errors import WorkflowError
-from .engine.status import InterruptStatus
-from .models import Interrupt, Invocation, NodeRun, SessionEvent
+from .engine.status import InterruptStatus, NodeStatus
+from .graph import with_statuses, workflow_graph
+from .models import (
+    OPEN_STATUSES,
+    Interrupt,
+    Invocation,
+    NodeRun,
+    SessionEvent,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from .registry import UnknownWorkflowError, registry
+
+# Where a waiting node links to: the approvals inbox's decision page when that app is
+# installed, else the read-only interrupt page of this admin.
+DECISION_URL_NAMES = ["admin:approvals_pendingapproval_change", "admin:workflows_interrupt_change"]
 
 
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+def decision_url(interrupt_id: str) -> str | None:
+    """The page where a person answers (or at least sees) the interrupt."""
+    for name in DECISION_URL_NAMES:
+        try:
+            return reverse(name, args=[quote(interrupt_id)])
+        except NoReverseMatch:
+            continue
+    return None
 
 
-class NodeRunInline(ReadOnlyInline):
-    model = NodeRun
-    fields = ["path", "status", "run_id", "attempt", "route", "output", "interrupt_ids", "error"]
-    ordering = ["id"]
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-class InterruptInline(ReadOnlyInline):
-    model = Interrupt
-    fields = ["id", "path", "message", "status", "response", "resolved_by", "resolved_at"]
+def human_duration(delta: timedelta) -> str:
+    """'0.42 s', '12 s', '3 min 5 s', '2 h 3 min', '3 d 4 h'."""
+    seconds = max(delta.total_seconds(), 0.0)
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    whole = int(seconds)
+    for unit, size, smaller, smaller_size in (
+        ("d", 86400, "h", 3600),
+        ("h", 3600, "min", 60),
+        ("min", 60, "s", 1),
+    ):
+        if whole >= size:
+            return f"{whole // size} {unit} {whole % size // smaller_size} {smaller}"
+    return f"{whole} s"
 
 
-class SessionEventInline(ReadOnlyInline):
-    model = SessionEvent
-    verbose_name_plural = "event timeline"
-    fields = ["id", "author", "path", "status", "output", "long_running_tool_ids", "error"]
-    ordering = ["id"]
+def definition_graph(name: str, version: str | None = None) -> dict[str, Any] | None:
+    """The graph of a registered workflow (a version the invocation ran on if it is still
+    registered, else the latest), or None when no such workflow is registered."""
+    try:
+        definition = registry.get(name, version)
+    except UnknownWorkflowError:
+        try:
+            definition = registry.get(name)
+        except UnknownWorkflowError:
+            return None
+    return workflow_graph(definition.workflow)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -57,44 +100,129 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict | None = None,
-    ) -> Any:
-        extra_context = {**(extra_context or {}), "show_save": False}
-        extra_context.update(show_save_and_continue=False, show_save_and_add_another=False)
-        return super().changeform_view(request, object_id, form_url, extra_context)
+
+# --- what the invocation page shows -----------------------------------------------------------
 
 
-def _apply(
-    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, verb: str
-) -> None:
-    operation = getattr(services, verb)
-    done, refused = 0, []
-    for invocation in queryset:
-        try:
-            operation(invocation, actor=request.user)
-            done += 1
-        except WorkflowError as exc:
-            refused.append(str(exc))
-    if done:
-        modeladmin.message_user(request, f"{verb.title()}: {done} invocation(s).", messages.SUCCESS)
-    for reason in refused:
-        modeladmin.message_user(request, reason, messages.WARNING)
+def node_run_rows(node_runs: Iterable[NodeRun], now: datetime) -> list[dict[str, Any]]:
+    rows = []
+    for run in node_runs:
+        final = NodeStatus(run.status).is_final
+        rows.append(
+            {
+                "run": run,
+                "depth": run.path.count("/"),
+                "duration": human_duration((run.updated_at if final else now) - run.created_at),
+                "open": not final,
+                "output": None if run.output is None else pretty_json(run.output),
+            }
+        )
+    return rows
+
+
+def event_rows(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
+    """Each event with its time and what it carried, as (label, text) pairs."""
+    rows = []
+    first: float | None = None
+    for event in events:
+        first = event.timestamp if first is None else first
+        carried = []
+        if event.output is not None:
+            carried.append(("output", pretty_json(event.output)))
+        if event.route:
+            carried.append(("route", event.route))
+        for call in event.function_calls:
+            args = pretty_json(call.get("args"))
+            carried.append((f"function call {call.get('name')} ({call.get('id')})", args))
+        if event.long_running_tool_ids:
+            carried.append(("waits for", ", ".join(event.long_running_tool_ids)))
+        for response in event.function_responses:
+            label = f"answer to {response.get('id')}"
+            carried.append((label, pretty_json(response.get("response"))))
+        if event.error:
+            carried.append(("error", event.error))
+        rows.append(
+            {
+                "event": event,
+                "time": datetime.fromtimestamp(event.timestamp, tz=UTC),
+                "offset": human_duration(timedelta(seconds=event.timestamp - first)),
+                "carried": carried,
+            }
+        )
+    return rows
+
+
+def monitor_graph(invocation: Invocation, node_runs: list[NodeRun], pending: list[Interrupt]):
+    """The invocation's graph with statuses; waiting nodes link to their decision page."""
+    graph = definition_graph(invocation.workflow_name, invocation.workflow_version)
+    if graph is None:
+        return None
+    graph = with_statuses(graph, node_runs)
+    question_by_path = {interrupt.path: interrupt.id for interrupt in pending}
+    for node in graph["nodes"]:
+        for target in [node, *node["items"]]:
+            if target["status"] == NodeStatus.WAITING and target["path"] in question_by_path:
+                target["url"] = decision_url(question_by_path[target["path"]])
+    return graph
+
+
+def cancel_summary(invocations: Iterable[Invocation]) -> list[dict[str, Any]]:
+    """What cancelling each invocation does: open node runs stop, pending questions close."""
+    summary = []
+    for invocation in invocations:
+        summary.append(
+            {
+                "invocation": invocation,
+                "cancellable": invocation.status in OPEN_STATUSES,
+                "node_runs": [r for r in invocation.node_runs.all() if r.status in OPEN_STATUSES],
+                "questions": [
+                    i for i in invocation.interrupts.all() if i.status == InterruptStatus.PENDING
+                ],
+            }
+        )
+    return summary
+
+
+# --- the invocation admin -----------------------------------------------------------------------
 
 
 @admin.register(Invocation)
 class InvocationAdmin(ReadOnlyAdmin):
-    list_display = ["short_id", "workflow_name", "status", "open_questions", "updated_at"]
+    list_display = ["short_id", "workflow_link", "status", "open_questions", "updated_at"]
     list_filter = ["status", "workflow_name"]
     search_fields = ["id", "workflow_name"]
     date_hierarchy = "created_at"
-    readonly_fields = [f.name for f in Invocation._meta.fields]
-    inlines = [NodeRunInline, InterruptInline, SessionEventInline]
+    change_form_template = "admin/workflows/invocation/change_form.html"
+    change_list_template = "admin/workflows/invocation/change_list.html"
+    fieldsets = [
+        (None, {"fields": ["workflow_name", "status", "started_by", "created_at", "finished_at"]}),
+        ("Input and outcome", {"fields": ["input_json", "output_json", "error_text"]}),
+        (
+            "Internals",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "id",
+                    "session",
+                    "workflow_version",
+                    "updated_at",
+                    "lease_owner",
+                    "lease_expires_at",
+                    "unfinished_deliveries",
+                ],
+            },
+        ),
+    ]
+    readonly_fields = [
+        *(f.name for f in Invocation._meta.fields),
+        "input_json",
+        "output_json",
+        "error_text",
+    ]
     actions = ["cancel_invocations", "retry_invocations"]
+
+    class Media:
+        css = {"all": ["workflows/monitor.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         pending = Interrupt.objects.filter(status=InterruptStatus.PENDING).only(
@@ -108,25 +236,211 @@ class InvocationAdmin(ReadOnlyAdmin):
             )
         )
 
+    # --- columns and fields
+
     @admin.display(description="id", ordering="id")
     def short_id(self, obj: Invocation) -> str:
         return str(obj.pk)[:8]
+
+    @admin.display(description="workflow", ordering="workflow_name")
+    def workflow_link(self, obj: Invocation) -> str:
+        url = reverse("admin:workflows_definition", args=[obj.workflow_name])
+        return format_html('<a href="{}">{}</a>', url, obj.workflow_name)
 
     @admin.display(description="waiting for")
     def open_questions(self, obj: Invocation) -> str:
         return "; ".join(i.message or i.id for i in obj.pending_interrupts) or "-"
 
-    @admin.action(description="Cancel selected invocations")
-    def cancel_invocations(self, request: HttpRequest, queryset: QuerySet) -> None:
-        _apply(self, request, queryset, "cancel")
+    @admin.display(description="input")
+    def input_json(self, obj: Invocation) -> str:
+        return format_html('<pre class="hitl-json">{}</pre>', pretty_json(obj.input))
 
-    @admin.action(description="Retry selected failed invocations")
+    @admin.display(description="output")
+    def output_json(self, obj: Invocation) -> str:
+        return format_html('<pre class="hitl-json">{}</pre>', pretty_json(obj.output))
+
+    @admin.display(description="error")
+    def error_text(self, obj: Invocation) -> str:
+        return format_html('<pre class="hitl-traceback">{}</pre>', obj.error) if obj.error else "-"
+
+    # --- permissions of the actions
+
+    def has_cancel_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.has_perm("workflows.cancel_invocation")
+
+    def has_retry_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.has_perm("workflows.retry_invocation")
+
+    # --- pages
+
+    def get_urls(self) -> list:
+        view = self.admin_site.admin_view
+        return [
+            path("workflows/", view(self.definitions_view), name="workflows_definitions"),
+            path("workflows/<str:name>/", view(self.definition_view), name="workflows_definition"),
+            path(
+                "<path:object_id>/cancel/",
+                view(self.cancel_view),
+                name="workflows_invocation_cancel",
+            ),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        invocation = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if invocation is not None and request.method == "GET":
+            context.update(self.monitor_context(request, invocation))
+        return super().change_view(request, object_id, form_url, context)
+
+    def monitor_context(self, request: HttpRequest, invocation: Invocation) -> dict[str, Any]:
+        node_runs = list(invocation.node_runs.order_by("id"))
+        interrupts = list(
+            invocation.interrupts.select_related("resolved_by").order_by("created_at", "id")
+        )
+        pending = [i for i in interrupts if i.status == InterruptStatus.PENDING]
+        for interrupt in interrupts:
+            interrupt.decision_url = decision_url(interrupt.id)
+            interrupt.response_json = (
+                None if interrupt.response is None else pretty_json(interrupt.response)
+            )
+        return {
+            "graph": monitor_graph(invocation, node_runs, pending),
+            "statuses": [status.value for status in NodeStatus],
+            "node_run_rows": node_run_rows(node_runs, timezone.now()),
+            "interrupts": interrupts,
+            "event_rows": event_rows(invocation.events.order_by("id")),
+            "can_cancel": invocation.status in OPEN_STATUSES
+            and self.has_cancel_permission(request, invocation),
+        }
+
+    def definitions_view(self, request: HttpRequest) -> TemplateResponse:
+        """Every registered workflow with its graph and how many invocations it has."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        counts = {
+            row["workflow_name"]: row
+            for row in Invocation.objects.values("workflow_name").annotate(
+                total=Count("id"), waiting=Count("id", filter=Q(status=NodeStatus.WAITING))
+            )
+        }
+        definitions = [
+            {
+                "definition": definition,
+                "graph": workflow_graph(definition.workflow),
+                "counts": counts.get(definition.name, {"total": 0, "waiting": 0}),
+            }
+            for definition in registry.definitions()
+        ]
+        return self._render(
+            request, "admin/workflows/definitions.html", "Registered workflows", definitions
+        )
+
+    def definition_view(self, request: HttpRequest, name: str) -> TemplateResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            definition = registry.get(name)
+        except UnknownWorkflowError as exc:
+            raise Http404(str(exc)) from None
+        entry = {
+            "definition": definition,
+            "graph": workflow_graph(definition.workflow),
+            "counts": Invocation.objects.filter(workflow_name=name).aggregate(
+                total=Count("id"), waiting=Count("id", filter=Q(status=NodeStatus.WAITING))
+            ),
+        }
+        return self._render(
+            request, "admin/workflows/definitions.html", f"Workflow {name}", [entry]
+        )
+
+    def _render(
+        self, request: HttpRequest, template: str, title: str, definitions: list
+    ) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "definitions": definitions,
+        }
+        return TemplateResponse(request, template, context)
+
+    # --- cancel, with a confirmation page
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        invocation = self.get_object(request, object_id)
+        if invocation is None:
+            raise Http404(f"no invocation {object_id!r}")
+        if not self.has_cancel_permission(request, invocation):
+            raise PermissionDenied
+        change_url = reverse("admin:workflows_invocation_change", args=[quote(invocation.pk)])
+        if request.method == "POST":
+            self._apply(request, [invocation], services.cancel, "Cancelled")
+            return HttpResponseRedirect(change_url)
+        return self._cancel_confirmation(request, [invocation], cancel_url=change_url)
+
+    @admin.action(description="Cancel selected invocations…", permissions=["cancel"])
+    def cancel_invocations(
+        self, request: HttpRequest, queryset: QuerySet
+    ) -> TemplateResponse | None:
+        if request.POST.get("post") == "yes":
+            self._apply(request, queryset, services.cancel, "Cancelled")
+            return None
+        return self._cancel_confirmation(request, queryset, action="cancel_invocations")
+
+    def _cancel_confirmation(
+        self,
+        request: HttpRequest,
+        invocations: Iterable[Invocation],
+        *,
+        action: str | None = None,
+        cancel_url: str | None = None,
+    ) -> TemplateResponse:
+        summary = cancel_summary(invocations)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Cancel invocations?",
+            "summary": summary,
+            "cancellable": sum(1 for entry in summary if entry["cancellable"]),
+            "action": action,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "back_url": cancel_url or reverse("admin:workflows_invocation_changelist"),
+        }
+        return TemplateResponse(
+            request, "admin/workflows/invocation/cancel_confirmation.html", context
+        )
+
+    @admin.action(description="Retry selected failed invocations", permissions=["retry"])
     def retry_invocations(self, request: HttpRequest, queryset: QuerySet) -> None:
-        _apply(self, request, queryset, "retry")
+        self._apply(request, queryset, services.retry, "Retried")
 
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        # Viewing is enough for the monitor, but actions need the change permission.
-        return request.user.has_perm("workflows.change_invocation")
+    def _apply(
+        self,
+        request: HttpRequest,
+        invocations: Iterable[Invocation],
+        operation: Callable[..., Invocation],
+        done_verb: str,
+    ) -> None:
+        """Run a service on each invocation; report how many it changed and why others
+        were refused."""
+        done, refused = 0, []
+        for invocation in invocations:
+            try:
+                operation(invocation, actor=request.user)
+                done += 1
+            except WorkflowError as exc:
+                refused.append(f"{str(invocation.pk)[:8]}: {exc}")
+        if done:
+            self.message_user(request, f"{done_verb} {done} invocation(s).", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
 
 
 @admin.register(Interrupt)
@@ -135,3 +449,47 @@ class InterruptAdmin(ReadOnlyAdmin):
     list_filter = ["status", "workflow_name"]
     search_fields = ["id", "message"]
     readonly_fields = [f.name for f in Interrupt._meta.fields]
+
+
+# --- Webhooks ---------------------------------------------------------------------------------
+# Endpoints are configuration, edited here; deliveries and their attempts are a read-only
+# log, and "resend" goes through workflows.webhooks.
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    list_display = ["url", "description", "events", "is_active", "created_at"]
+    list_filter = ["is_active"]
+    search_fields = ["url", "description"]
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    fields = ["attempted_at", "status_code", "duration_ms", "error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["id", "event_type", "endpoint", "status", "attempts", "created_at"]
+    list_filter = ["status", "event_type", "endpoint"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+    inlines = [WebhookAttemptInline]
+    actions = ["resend"]
+
+    @admin.action(description="Resend the selected deliveries", permissions=["resend"])
+    def resend(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = webhooks.resend(queryset)
+        self.message_user(
+            request,
+            f"Queued {count} deliver{'y' if count == 1 else 'ies'} for a fresh round of attempts.",
+            messages.SUCCESS,
+        )
+
+    def has_resend_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("workflows.change_webhookdelivery")

@@ -1,9 +1,12 @@
 """Celery tasks: thin wrappers over services. Human waits never sit in the broker: a task
 exists only while there is engine work to do."""
 
+from typing import Any
+
 from celery import shared_task
 
-from . import services
+from . import services, webhooks
+from .models import IdempotencyKey
 
 
 @shared_task(
@@ -24,3 +27,19 @@ def expire_overdue_interrupts() -> int:
 @shared_task(name="workflows.tasks.recover_stalled", ignore_result=True)
 def recover_stalled() -> int:
     return services.recover_stalled()
+
+
+@shared_task(
+    name="workflows.tasks.deliver_webhook", bind=True, ignore_result=True, max_retries=None
+)
+def deliver_webhook(self: Any, delivery_id: str) -> None:
+    """One attempt at a webhook delivery; retried with exponential backoff until it is
+    delivered or HITL["WEBHOOK_MAX_ATTEMPTS"] attempts have failed (webhooks.deliver
+    counts them)."""
+    if not webhooks.deliver(delivery_id):
+        raise self.retry(countdown=webhooks.backoff(self.request.retries))
+
+
+@shared_task(name="workflows.tasks.purge_idempotency_keys", ignore_result=True)
+def purge_idempotency_keys() -> int:
+    return IdempotencyKey.purge_expired()

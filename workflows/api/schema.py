@@ -1,0 +1,46 @@
+"""OpenAPI documentation helpers: the error responses and the Idempotency-Key header."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+from .idempotency import HEADER, MAX_KEY_LENGTH
+from .serializers import ErrorSerializer
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid request: `field` names what is wrong (`invalid_request`, "
+    "`invalid_response`, `invalid_input`, `unknown_workflow`, `multiple_invocations`).",
+    401: "Not authenticated (`not_authenticated`, `authentication_failed`).",
+    403: "Not allowed (`permission_denied`): the answer rule or a model permission refused.",
+    404: "Unknown interrupt, invocation or workflow (`unknown_interrupt`, "
+    "`unknown_invocation`, `not_found`).",
+    409: "Conflict: the interrupt is not pending or was answered differently "
+    "(`interrupt_not_pending`), the caller already decided (`already_decided`), or the "
+    "invocation's status does not allow it (`invalid_invocation_state`).",
+    413: "The request body is larger than HITL['MAX_RESPONSE_BYTES'] (`payload_too_large`).",
+    415: "The request body is not JSON (`unsupported_media_type`).",
+    422: "This Idempotency-Key was used with a different request (`idempotency_key_reused`).",
+    429: "Too many requests (`throttled`); retry after the Retry-After header.",
+}
+
+READ_ERRORS = (401, 403, 429)
+LIST_ERRORS = (400, 404, *READ_ERRORS)
+POST_ERRORS = (400, 401, 403, 413, 415, 422, 429)
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=f"Up to {MAX_KEY_LENGTH} characters. A repeat with the same key and body gets "
+    "the stored response (header Idempotent-Replayed: true); the same key with another body "
+    "gets 422. Keys expire after HITL['IDEMPOTENCY_KEY_TTL'] seconds.",
+)
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code])
+        for code in statuses
+    }

@@ -1,0 +1,217 @@
+"""What the API reads and writes. Output serializers mirror the models; input serializers
+check the shape of a request, and services check the rest (schemas, statuses)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ..models import Decision, Interrupt, Invocation, NodeRun, SessionEvent
+
+# Any JSON value, documented as such (the default JSONField schema says nothing).
+AnyJSON = extend_schema_field(OpenApiTypes.ANY)(serializers.JSONField)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response."""
+
+    error = serializers.CharField(help_text="A stable code, e.g. `interrupt_not_pending`.")
+    detail = serializers.CharField(help_text="What went wrong, for a person.")
+    field = serializers.CharField(
+        allow_null=True, help_text="The request field at fault, when there is one."
+    )
+    errors = AnyJSON(required=False, help_text="Every validation message, by field.")
+
+
+class GraphNodeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(["start", "node", "join", "parallel_worker", "workflow"])
+    parent = serializers.CharField(allow_null=True)
+    entry = serializers.CharField(required=False)
+    exits = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class GraphEdgeSerializer(serializers.Serializer):
+    source = serializers.CharField()
+    target = serializers.CharField()
+    route = serializers.CharField(allow_null=True)
+
+
+class GraphSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    nodes = GraphNodeSerializer(many=True)
+    edges = GraphEdgeSerializer(many=True)
+
+
+class WorkflowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    graph = GraphSerializer()
+
+
+class InterruptSummarySerializer(serializers.ModelSerializer):
+    workflow = serializers.CharField(source="workflow_name")
+    claimed_by = serializers.PrimaryKeyRelatedField(read_only=True)
+    resolved_by = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Interrupt
+        fields = [
+            "id",
+            "invocation",
+            "workflow",
+            "path",
+            "run_id",
+            "message",
+            "status",
+            "assignees",
+            "quorum",
+            "four_eyes",
+            "claimed_by",
+            "claimed_at",
+            "deadline",
+            "created_at",
+            "resolved_by",
+            "resolved_at",
+        ]
+
+
+class InterruptDetailSerializer(InterruptSummarySerializer):
+    payload = AnyJSON(read_only=True, help_text="What the node attached to its question.")
+    response_schema = AnyJSON(
+        read_only=True,
+        help_text="JSON Schema an answer must satisfy (null: any JSON value); validate "
+        "before sending.",
+    )
+    response = AnyJSON(read_only=True, help_text="The accepted answer, once resolved.")
+
+    class Meta(InterruptSummarySerializer.Meta):
+        fields = [*InterruptSummarySerializer.Meta.fields, "payload", "response_schema", "response"]
+
+
+class NodeRunSerializer(serializers.ModelSerializer):
+    output = AnyJSON(read_only=True)
+
+    class Meta:
+        model = NodeRun
+        fields = [
+            "path",
+            "name",
+            "run_id",
+            "status",
+            "output",
+            "route",
+            "interrupt_ids",
+            "attempt",
+            "error",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class InvocationSerializer(serializers.ModelSerializer):
+    workflow = serializers.CharField(source="workflow_name")
+    input = AnyJSON(read_only=True)
+    output = AnyJSON(read_only=True)
+    started_by = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Invocation
+        fields = [
+            "id",
+            "session",
+            "workflow",
+            "workflow_version",
+            "status",
+            "input",
+            "output",
+            "error",
+            "started_by",
+            "created_at",
+            "updated_at",
+            "finished_at",
+        ]
+
+
+class InvocationDetailSerializer(InvocationSerializer):
+    node_runs = NodeRunSerializer(many=True, read_only=True)
+    open_interrupts = InterruptSummarySerializer(many=True, read_only=True)
+
+    class Meta(InvocationSerializer.Meta):
+        fields = [*InvocationSerializer.Meta.fields, "node_runs", "open_interrupts"]
+
+
+class StartSerializer(serializers.Serializer):
+    workflow = serializers.CharField(max_length=200, help_text="A registered workflow name.")
+    input = AnyJSON(required=False, allow_null=True, default=None, help_text="The node input.")
+
+
+class EventSerializer(serializers.ModelSerializer):
+    output = AnyJSON(read_only=True)
+    function_calls = AnyJSON(read_only=True)
+    function_responses = AnyJSON(read_only=True)
+
+    class Meta:
+        model = SessionEvent
+        fields = [
+            "id",
+            "invocation",
+            "author",
+            "path",
+            "run_id",
+            "status",
+            "output",
+            "route",
+            "function_calls",
+            "function_responses",
+            "long_running_tool_ids",
+            "error",
+            "timestamp",
+        ]
+
+
+class FunctionResponseSerializer(serializers.Serializer):
+    id = serializers.CharField(max_length=255, help_text="The interrupt id.")
+    name = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", help_text="Informational."
+    )
+    response = AnyJSON(allow_null=True, help_text="The answer; see the interrupt's schema.")
+
+
+class FunctionResponsesSerializer(serializers.Serializer):
+    function_responses = FunctionResponseSerializer(many=True, allow_empty=False, max_length=100)
+
+
+class DecisionRequestSerializer(serializers.Serializer):
+    response = AnyJSON(allow_null=True, help_text="The answer; see the interrupt's schema.")
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
+
+
+class DecisionSerializer(serializers.ModelSerializer):
+    response = AnyJSON(read_only=True)
+    interrupt_status = serializers.CharField(
+        source="interrupt.status",
+        read_only=True,
+        help_text="`resolved` once this decision met the quorum; `pending` while more are due.",
+    )
+
+    class Meta:
+        model = Decision
+        fields = [
+            "id",
+            "interrupt",
+            "actor",
+            "response",
+            "comment",
+            "created_at",
+            "interrupt_status",
+        ]
+
+
+class AcceptedSerializer(serializers.Serializer):
+    """What POST function-responses/ answers: the invocation that will resume."""
+
+    invocation = InvocationSerializer()
+    interrupts = serializers.ListField(child=serializers.CharField())

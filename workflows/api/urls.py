@@ -1,0 +1,38 @@
+"""URLs of the API; a project mounts them under a prefix of its choice (`api/` in the demo).
+
+Swagger UI and Redoc load their assets from drf-spectacular-sidecar (static files, no CDN).
+"""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from .views import (
+    FunctionResponseViewSet,
+    InterruptViewSet,
+    InvocationViewSet,
+    ObtainTokenView,
+    WorkflowViewSet,
+)
+
+app_name = "workflows-api"
+
+router = SimpleRouter()
+router.register("workflows", WorkflowViewSet, basename="workflow")
+router.register("invocations", InvocationViewSet, basename="invocation")
+router.register("interrupts", InterruptViewSet, basename="interrupt")
+router.register("function-responses", FunctionResponseViewSet, basename="function-response")
+
+urlpatterns = [
+    *router.urls,
+    path("token/", ObtainTokenView.as_view(), name="token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path(
+        "schema/swagger-ui/",
+        SpectacularSwaggerView.as_view(url_name="workflows-api:schema"),
+        name="swagger-ui",
+    ),
+    path(
+        "schema/redoc/", SpectacularRedocView.as_view(url_name="workflows-api:schema"), name="redoc"
+    ),
+]

@@ -1,0 +1,368 @@
+"""The API views: workflows, invocations, interrupts and function responses.
+
+Every state change goes through `workflows.services`; views check shape and permission,
+call one service and serialize what it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.authtoken.serializers import AuthTokenSerializer
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .. import services
+from ..conf import hitl_settings
+from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
+from ..engine.status import InterruptStatus
+from ..graph import workflow_graph
+from ..models import Interrupt, Invocation, NodeRun, SessionEvent
+from ..registry import UnknownWorkflowError, registry
+from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
+from .filters import InterruptFilter, InvocationFilter
+from .idempotency import idempotent
+from .pagination import EventCursorPagination, PagePagination
+from .permissions import (
+    CanAnswerInterrupt,
+    CanManageInvocation,
+    CanStartInvocation,
+    answerable_interrupts,
+    may_answer,
+    visible_invocations,
+)
+from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
+from .serializers import (
+    AcceptedSerializer,
+    DecisionRequestSerializer,
+    DecisionSerializer,
+    EventSerializer,
+    FunctionResponsesSerializer,
+    InterruptDetailSerializer,
+    InterruptSummarySerializer,
+    InvocationDetailSerializer,
+    InvocationSerializer,
+    StartSerializer,
+    WorkflowSerializer,
+)
+
+
+def reject_oversized(request: Request) -> None:
+    """413 before anything reads the body: its declared length is over the limit."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    limit = hitl_settings.MAX_RESPONSE_BYTES
+    if length > limit:
+        raise PayloadTooLarge(f"the request body has {length} bytes; the limit is {limit}")
+
+
+class ApiViewMixin:
+    """What every API view shares: JSON only, one error format, the size limit."""
+
+    parser_classes = [StrictJSONParser]
+    pagination_class = PagePagination
+    # Permission classes an action needs besides the default ones (REST_FRAMEWORK's).
+    extra_permissions: dict[str, list[type[BasePermission]]] = {}
+
+    def get_permissions(self) -> list[BasePermission]:
+        action_name = getattr(self, "action", None)
+        classes = [*self.permission_classes, *self.extra_permissions.get(action_name, [])]
+        return [permission() for permission in classes]
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        reject_oversized(request)
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Registered workflows", responses={200: WorkflowSerializer, **errors(*LIST_ERRORS)}
+    ),
+    retrieve=extend_schema(
+        summary="One workflow with its graph",
+        responses={200: WorkflowSerializer, **errors(404, *READ_ERRORS)},
+    ),
+)
+class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
+    """The registered workflow definitions (latest version of each), with their graphs."""
+
+    serializer_class = WorkflowSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self) -> list[dict[str, Any]]:
+        return [self._describe(d) for d in registry.definitions()]
+
+    @staticmethod
+    def _describe(definition: Any) -> dict[str, Any]:
+        graph = workflow_graph(definition.workflow)
+        return {"name": definition.name, "version": definition.version, "graph": graph}
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request: Request, name: str) -> Response:
+        try:
+            definition = registry.get(name)
+        except UnknownWorkflowError as exc:
+            raise Http404(str(exc)) from None
+        return Response(self.get_serializer(self._describe(definition)).data)
+
+
+class ObjectLookupMixin:
+    """A missing object is the named error of its kind (404 with its code)."""
+
+    not_found_error: type[WorkflowError]
+
+    def get_object(self) -> Any:
+        try:
+            return super().get_object()  # type: ignore[misc]
+        except Http404:
+            raise self.not_found_error(self.kwargs[self.lookup_field]) from None
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Invocations you started (all of them with workflows.view_invocation)",
+        responses={200: InvocationSerializer(many=True), **errors(*LIST_ERRORS)},
+    ),
+    retrieve=extend_schema(
+        summary="An invocation with its node runs and open interrupts",
+        responses={200: InvocationDetailSerializer, **errors(404, *READ_ERRORS)},
+    ),
+)
+class InvocationViewSet(
+    ApiViewMixin,
+    ObjectLookupMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    queryset = Invocation.objects.all()
+    serializer_class = InvocationSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = InvocationFilter
+    lookup_value_regex = "[^/]+"
+    not_found_error = InvocationNotFoundError
+    extra_permissions = {
+        "create": [CanStartInvocation],
+        "cancel": [CanManageInvocation],
+        "retry": [CanManageInvocation],
+    }
+
+    def get_queryset(self) -> QuerySet[Invocation]:
+        queryset = visible_invocations(self.request.user, super().get_queryset())
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch("node_runs", queryset=NodeRun.objects.order_by("id")),
+                Prefetch(
+                    "interrupts",
+                    queryset=Interrupt.objects.filter(status=InterruptStatus.PENDING),
+                    to_attr="open_interrupts",
+                ),
+            )
+        return queryset
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        if self.action == "retrieve":
+            return InvocationDetailSerializer
+        if self.action == "create":
+            return StartSerializer
+        return InvocationSerializer
+
+    @extend_schema(
+        summary="Start an invocation of a workflow",
+        request=StartSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={202: InvocationSerializer, **errors(*POST_ERRORS)},
+    )
+    @idempotent
+    def create(self, request: Request) -> Response:
+        started = StartSerializer(data=request.data)
+        started.is_valid(raise_exception=True)
+        invocation = services.start(
+            started.validated_data["workflow"],
+            started.validated_data["input"],
+            user=request.user,
+        )
+        return Response(InvocationSerializer(invocation).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        summary="The invocation's session events, oldest first",
+        responses={200: EventSerializer(many=True), **errors(404, *LIST_ERRORS)},
+    )
+    @action(detail=True, methods=["get"], pagination_class=EventCursorPagination)
+    def events(self, request: Request, pk: str) -> Response:
+        invocation = self.get_object()
+        events = SessionEvent.objects.filter(invocation=invocation)
+        page = self.paginate_queryset(events)
+        return self.get_paginated_response(EventSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Cancel: pending interrupts become cancelled, the invocation CANCELLED",
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: InvocationSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def cancel(self, request: Request, pk: str) -> Response:
+        invocation = services.cancel(self.get_object(), actor=request.user)
+        return Response(InvocationSerializer(invocation).data)
+
+    @extend_schema(
+        summary="Retry a FAILED invocation: its failed node runs run again",
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={202: InvocationSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def retry(self, request: Request, pk: str) -> Response:
+        invocation = services.retry(self.get_object(), actor=request.user)
+        return Response(InvocationSerializer(invocation).data, status=status.HTTP_202_ACCEPTED)
+
+
+# Acting on one interrupt finds it among all of them, so the rule answers 403, not 404.
+INTERRUPT_ACTIONS = {"decisions", "claim", "release"}
+# Releasing is for the claimer or a supervisor: services.release decides.
+ANSWERING_ACTIONS = {"decisions", "claim"}
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="The inbox: interrupts you may answer (filter status=pending for open ones)",
+        responses={200: InterruptSummarySerializer(many=True), **errors(*LIST_ERRORS)},
+    ),
+    retrieve=extend_schema(
+        summary="An interrupt with its payload and the JSON Schema of its answer",
+        responses={200: InterruptDetailSerializer, **errors(404, *READ_ERRORS)},
+    ),
+)
+class InterruptViewSet(
+    ApiViewMixin,
+    ObjectLookupMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    queryset = Interrupt.objects.all()
+    serializer_class = InterruptSummarySerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = InterruptFilter
+    lookup_value_regex = "[^/]+"
+    not_found_error = UnknownInterruptError
+    extra_permissions = {name: [CanAnswerInterrupt] for name in ANSWERING_ACTIONS}
+
+    def get_queryset(self) -> QuerySet[Interrupt]:
+        queryset = super().get_queryset()
+        if self.action in INTERRUPT_ACTIONS:
+            return queryset.select_related("invocation")
+        return answerable_interrupts(self.request.user, queryset)
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        if self.action == "list":
+            return InterruptSummarySerializer
+        return InterruptDetailSerializer
+
+    @extend_schema(
+        summary="Record your decision (DESIGN 4.1); the quorum turns decisions into the answer",
+        request=DecisionRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={202: DecisionSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def decisions(self, request: Request, pk: str) -> Response:
+        interrupt = self.get_object()
+        given = DecisionRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        decision = services.decide(
+            interrupt.pk,
+            given.validated_data["response"],
+            actor=request.user,
+            comment=given.validated_data["comment"],
+        )
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        summary="Mark that you are working on it (a hint to colleagues, not a lock)",
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: InterruptDetailSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def claim(self, request: Request, pk: str) -> Response:
+        interrupt = services.claim(self.get_object().pk, actor=request.user)
+        return Response(InterruptDetailSerializer(interrupt).data)
+
+    @extend_schema(
+        summary="Drop the claim (its claimer, or a supervisor with reassign_interrupt)",
+        request=None,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: InterruptDetailSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def release(self, request: Request, pk: str) -> Response:
+        interrupt = services.release(self.get_object().pk, actor=request.user)
+        return Response(InterruptDetailSerializer(interrupt).data)
+
+
+class FunctionResponseViewSet(ApiViewMixin, viewsets.GenericViewSet):
+    """Machine answers: the results of long-running tools, one or several at once."""
+
+    serializer_class = FunctionResponsesSerializer
+
+    @extend_schema(
+        summary="Answer pending interrupts of one invocation; it resumes in the background",
+        request=FunctionResponsesSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={202: AcceptedSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @idempotent
+    def create(self, request: Request) -> Response:
+        given = FunctionResponsesSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        answers = given.validated_data["function_responses"]
+        ids = [answer["id"] for answer in answers]
+        # Unknown ids are left to the service, which names them (404).
+        for interrupt in Interrupt.objects.filter(pk__in=ids).select_related("invocation"):
+            if not may_answer(request.user, interrupt):
+                raise PermissionDenied(f"you may not answer interrupt {interrupt.pk!r}")
+        invocation = services.submit_function_responses(answers, actor=request.user)
+        accepted = {"invocation": InvocationSerializer(invocation).data, "interrupts": ids}
+        return Response(accepted, status=status.HTTP_202_ACCEPTED)
+
+
+TokenSerializer = inline_serializer("Token", {"token": serializers.CharField()})
+
+
+class ObtainTokenView(ApiViewMixin, ObtainAuthToken):
+    """Exchange a username and password for the caller's API token."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        summary="Your API token, from your username and password",
+        request=AuthTokenSerializer,
+        responses={200: TokenSerializer, **errors(400, 413, 415, 429)},
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().post(request, *args, **kwargs)

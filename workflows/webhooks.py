@@ -1,0 +1,242 @@
+"""Webhooks: signed notifications of what happened, to the endpoints configured in admin.
+
+Events: `interrupt.opened`, `interrupt.resolved`, `decision.recorded` and
+`invocation.finished`. Each is JSON `{"type", "timestamp", "data"}`, signed in the Standard
+Webhooks format (headers webhook-id, webhook-timestamp, webhook-signature) by the
+`standardwebhooks` package, so receivers verify it with any Standard Webhooks library.
+
+The receivers run after the commit that caused the event (the signals fire then). They
+store one WebhookDelivery per subscribed endpoint and enqueue `deliver_webhook` for it; a
+failure there is logged and never reaches the write path that sent the signal. The task
+POSTs, records every attempt (status code, duration, error) and retries with exponential
+backoff until HITL["WEBHOOK_MAX_ATTEMPTS"]. The webhook-id is the delivery's id, the same
+on every attempt, so a receiver drops repeats by it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import wraps
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.db.models import F
+from django.forms.models import model_to_dict
+from django.utils import timezone
+from standardwebhooks import Webhook
+
+from . import signals
+from .conf import hitl_settings
+from .models import (
+    Decision,
+    Interrupt,
+    Invocation,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+
+logger = logging.getLogger(__name__)
+
+INTERRUPT_FIELDS = [
+    "id",
+    "invocation",
+    "workflow_name",
+    "path",
+    "message",
+    "payload",
+    "response_schema",
+    "assignees",
+    "status",
+    "deadline",
+    "response",
+    "resolved_by",
+    "resolved_at",
+]
+INVOCATION_FIELDS = ["id", "workflow_name", "workflow_version", "status", "output", "error"]
+DECISION_FIELDS = ["id", "interrupt", "actor", "response", "comment"]
+ERROR_EXCERPT = 500
+
+
+def _data(instance: Any, fields: list[str]) -> dict[str, Any]:
+    """JSON-ready fields of a row (foreign keys as ids, dates as ISO 8601)."""
+    values = model_to_dict(instance, fields=fields)
+    values["id"] = instance.pk  # model_to_dict leaves out fields that are not editable
+    return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
+
+
+def interrupt_data(interrupt_id: str) -> dict[str, Any]:
+    interrupt = Interrupt.objects.get(pk=interrupt_id)
+    return {**_data(interrupt, INTERRUPT_FIELDS), "created_at": interrupt.created_at.isoformat()}
+
+
+def invocation_data(invocation_id: Any) -> dict[str, Any]:
+    invocation = Invocation.objects.get(pk=invocation_id)
+    finished = invocation.finished_at.isoformat() if invocation.finished_at else None
+    return {**_data(invocation, INVOCATION_FIELDS), "finished_at": finished}
+
+
+def decision_data(decision_id: Any) -> dict[str, Any]:
+    decision = Decision.objects.select_related("interrupt").get(pk=decision_id)
+    return {
+        **_data(decision, DECISION_FIELDS),
+        "invocation": str(decision.interrupt.invocation_id),
+        "interrupt_status": decision.interrupt.status,
+        "created_at": decision.created_at.isoformat(),
+    }
+
+
+def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[WebhookDelivery]:
+    """Store a delivery of the event for every active endpoint that wants it, and enqueue
+    each after commit. `data` is called only when some endpoint wants the event."""
+    endpoints = [e for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
+    if not endpoints:
+        return []
+    payload = {"type": event_type, "timestamp": timezone.now().isoformat(), "data": data()}
+    with transaction.atomic():
+        deliveries = WebhookDelivery.objects.bulk_create(
+            WebhookDelivery(endpoint=endpoint, event_type=event_type, payload=payload)
+            for endpoint in endpoints
+        )
+        for delivery in deliveries:
+            transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+    return deliveries
+
+
+def _enqueue(delivery_id: Any, countdown: float | None = None) -> None:
+    from .tasks import deliver_webhook
+
+    try:
+        deliver_webhook.apply_async(args=[str(delivery_id)], countdown=countdown)
+    except Exception:
+        # Stored and pending: an admin "resend" sends it once the broker is back.
+        logger.exception("webhook delivery %s not enqueued", delivery_id)
+
+
+def backoff(retries: int) -> float:
+    """Seconds before retry number `retries` + 1: doubling, capped."""
+    delay = hitl_settings.WEBHOOK_BACKOFF_SECONDS * 2**retries
+    return float(min(delay, hitl_settings.WEBHOOK_MAX_BACKOFF_SECONDS))
+
+
+def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "django-hitl-workflows",
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": Webhook(secret).sign(message_id, at, body),
+    }
+
+
+def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int | None, str]:
+    """POST once; the status code (None when there was no HTTP answer) and the error."""
+    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+    try:
+        timeout = hitl_settings.WEBHOOK_TIMEOUT_SECONDS
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, ""
+    except urllib.error.HTTPError as exc:
+        excerpt = exc.read(ERROR_EXCERPT).decode(errors="replace")
+        return exc.code, f"HTTP {exc.code} {exc.reason}: {excerpt}".strip()
+    except (OSError, ValueError) as exc:  # refused, timed out, bad URL
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def deliver(delivery_id: Any) -> bool:
+    """Make one attempt at a pending delivery and record it. True when nothing is left to
+    do (delivered, given up, or gone); False when it should be retried."""
+    delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
+    if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
+        return True
+    body = json.dumps(delivery.payload, separators=(",", ":"))
+    headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, timezone.now())
+    started = time.perf_counter()
+    status_code, error = _post(delivery.endpoint.url, body, headers)
+    duration_ms = (time.perf_counter() - started) * 1000
+    delivered = status_code is not None and 200 <= status_code < 300
+    with transaction.atomic():
+        WebhookAttempt.objects.create(
+            delivery=delivery, status_code=status_code, duration_ms=duration_ms, error=error
+        )
+        delivery.attempts += 1
+        if delivered:
+            delivery.status, delivery.delivered_at = (
+                WebhookDelivery.Status.DELIVERED,
+                timezone.now(),
+            )
+        elif delivery.attempts >= hitl_settings.WEBHOOK_MAX_ATTEMPTS:
+            delivery.status = WebhookDelivery.Status.FAILED
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            attempts=F("attempts") + 1, status=delivery.status, delivered_at=delivery.delivered_at
+        )
+    return delivery.status != WebhookDelivery.Status.PENDING
+
+
+def resend(deliveries: Iterable[WebhookDelivery]) -> int:
+    """Send deliveries again, whatever became of them, with a fresh round of attempts
+    (same webhook-id: a receiver that already has it may drop it). Returns how many."""
+    ids = [delivery.pk for delivery in deliveries]
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk__in=ids).update(
+            status=WebhookDelivery.Status.PENDING, attempts=0, delivered_at=None
+        )
+        for pk in ids:
+            transaction.on_commit(lambda pk=pk: _enqueue(pk))
+    return len(ids)
+
+
+# --- signal receivers -----------------------------------------------------------------------
+
+
+def _never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
+    """A receiver's failure is logged; the write that sent the signal is already committed
+    and its caller must not see an error."""
+
+    @wraps(receiver)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        try:
+            receiver(*args, **kwargs)
+        except Exception:
+            logger.exception("webhook receiver %s failed", receiver.__name__)
+
+    return guarded
+
+
+@_never_raises
+def on_interrupt_opened(sender: Any, interrupt_id: str, **kwargs: Any) -> None:
+    queue_event("interrupt.opened", lambda: interrupt_data(interrupt_id))
+
+
+@_never_raises
+def on_interrupt_resolved(sender: Any, interrupt_id: str, **kwargs: Any) -> None:
+    queue_event("interrupt.resolved", lambda: interrupt_data(interrupt_id))
+
+
+@_never_raises
+def on_decision_recorded(sender: Any, decision_id: Any, **kwargs: Any) -> None:
+    queue_event("decision.recorded", lambda: decision_data(decision_id))
+
+
+@_never_raises
+def on_invocation_finished(sender: Any, invocation_id: Any, **kwargs: Any) -> None:
+    queue_event("invocation.finished", lambda: invocation_data(invocation_id))
+
+
+def connect() -> None:
+    """Connect the receivers (WorkflowsConfig.ready)."""
+    receivers = [
+        (signals.interrupt_opened, on_interrupt_opened),
+        (signals.interrupt_resolved, on_interrupt_resolved),
+        (signals.decision_recorded, on_decision_recorded),
+        (signals.invocation_finished, on_invocation_finished),
+    ]
+    for signal, receiver in receivers:
+        signal.connect(receiver, dispatch_uid=f"hitl-webhooks-{receiver.__name__}")
