@@ -17,3 +17,25 @@ class UserFactory(factory.django.DjangoModelFactory):
 class StaffFactory(UserFactory):
     is_staff = True
     is_superuser = True
+
+
+def grant_answer(user, *codenames: str):
+    """Give `user` the workflows permissions named (default: answer_interrupt)."""
+    from django.contrib.auth.models import Permission
+
+    for codename in codenames or ("answer_interrupt",):
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label="workflows", codename=codename)
+        )
+    return type(user).objects.get(pk=user.pk)  # a fresh object: no stale permission cache
+
+
+class ApproverFactory(UserFactory):
+    """A staff user who may answer interrupts (not a superuser)."""
+
+    is_staff = True
+
+    @factory.post_generation
+    def answer_permission(self, create, extracted, **kwargs):
+        if create:
+            grant_answer(self)

@@ -29,6 +29,15 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_BACKOFF_SECONDS": 10,
     "WEBHOOK_MAX_BACKOFF_SECONDS": 3600,
     "WEBHOOK_TIMEOUT_SECONDS": 10,
+    # Who may answer an interrupt (DESIGN 4.1): dotted path of a policy class with
+    # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
+    "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
+    # E-mail the assignees when an interrupt opens, with signed approve/reject links.
+    "EMAIL_NOTIFICATIONS": False,
+    # Scheme and host the links in those e-mails point to, e.g. "https://ops.example.com".
+    "EMAIL_BASE_URL": "",
+    # Seconds an e-mailed approve/reject link stays valid.
+    "EMAIL_LINK_MAX_AGE": 3 * 24 * 3600,
 }
 
 

@@ -12,6 +12,9 @@ from typing import Any
 from uuid import UUID
 
 from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -19,17 +22,24 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from .conf import hitl_settings
 from .engine.errors import (
+    AlreadyClaimedError,
+    AlreadyDecidedError,
     DefinitionChangedError,
+    InterruptNotPendingError,
     InvocationNotFoundError,
     ResponseValidationError,
+    UnknownInterruptError,
 )
-from .engine.events import FunctionResponse
+from .engine.events import FunctionResponse, RequestInput, parse_assignee
 from .engine.runner import Runner
+from .engine.schema import unwrap_response, validate_response
 from .engine.state import WriteBatch
 from .engine.status import InterruptStatus, NodeStatus
 from .engine.transitions import accept_responses, cancel_batch, expire_batch, retry_batch
-from .models import OPEN_STATUSES, Interrupt, Invocation, NodeRun, Session
+from .models import OPEN_STATUSES, Decision, Interrupt, Invocation, NodeRun, Session
+from .policy import REASSIGN_PERMISSION, answer_policy, can_reassign
 from .registry import registry
+from .signals import decision_recorded
 from .store import ANSWERED, DjangoStore
 
 logger = logging.getLogger(__name__)
@@ -316,3 +326,192 @@ def recover_stalled(now: datetime | None = None) -> int:
     for invocation_id in invocation_ids:
         run_invocation.apply_async(args=[str(invocation_id)])
     return len(invocation_ids)
+
+
+# --- Decisions: who answers (DESIGN 4.1) ------------------------------------------------------
+# A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
+# submitted through submit_function_responses in the same transaction. Each function
+# takes its locks in the project's one order (the invocation row, then the interrupt row,
+# then the decisions), so concurrent deciders queue instead of deadlocking.
+
+
+def _locked_interrupt(interrupt_id: str) -> Interrupt:
+    invocation_id = (
+        Interrupt.objects.filter(pk=interrupt_id).values_list("invocation_id", flat=True).first()
+    )
+    if invocation_id is None:
+        raise UnknownInterruptError(interrupt_id)
+    list(Invocation.objects.select_for_update(no_key=True).filter(pk=invocation_id).values("pk"))
+    return (
+        Interrupt.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("invocation")
+        .get(pk=interrupt_id)
+    )
+
+
+def _require_pending(interrupt: Interrupt) -> None:
+    if interrupt.status != InterruptStatus.PENDING:
+        raise InterruptNotPendingError(interrupt.pk, interrupt.status)
+
+
+def _require_answerer(actor: Any, interrupt: Interrupt) -> None:
+    policy = answer_policy()
+    if not policy.can_answer(actor, interrupt):
+        raise PermissionDenied(policy.refusal(actor, interrupt))
+
+
+def _node_name(interrupt: Interrupt) -> str:
+    return interrupt.path.rsplit("/", 1)[-1].split("@", 1)[0]
+
+
+def _decision_summary(decision: Decision) -> dict[str, Any]:
+    return {
+        "actor": decision.actor.get_username(),
+        "approved": decision.response["approved"],
+        "comment": decision.comment or decision.response.get("comment", ""),
+        "at": decision.created_at.isoformat(),
+    }
+
+
+def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
+    """The interrupt's answer once `decisions` settle it, else None: quorum 1 takes the
+    decision as it is; above 1, the quorum-th approval or the first rejection answers,
+    with every decision so far listed under `decisions`."""
+    latest = decisions[-1]
+    if interrupt.quorum == 1:
+        return latest.response
+    approvals = sum(d.response["approved"] is True for d in decisions)
+    if latest.response["approved"] is False or approvals >= interrupt.quorum:
+        return {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
+    return None
+
+
+def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
+    if interrupt.quorum == 1:
+        return
+    if not isinstance(value, dict) or not isinstance(value.get("approved"), bool):
+        raise ResponseValidationError(
+            interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
+        )
+    if "decisions" in value:
+        raise ResponseValidationError(
+            interrupt.pk, "decisions", "is added by the approval service; leave it out"
+        )
+
+
+def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> Decision:
+    """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
+    first rejection of a quorum vote), submit the interrupt's answer in the same
+    transaction.
+
+    Raises PermissionDenied (the answer policy refuses), AlreadyDecidedError (one decision
+    per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
+    nothing is stored then. `decision.interrupt.status` tells whether it answered.
+    """
+    _ensure_json(response, "response")
+    with transaction.atomic():
+        interrupt = _locked_interrupt(interrupt_id)
+        _require_answerer(actor, interrupt)
+        decisions = list(interrupt.decisions.select_related("actor"))
+        if any(d.actor_id == actor.pk for d in decisions):
+            raise AlreadyDecidedError(interrupt.pk, actor.get_username())
+        _require_pending(interrupt)
+        value = unwrap_response(response)
+        validate_response(interrupt.pk, interrupt.response_schema, value)
+        _check_quorum_vote(interrupt, value)
+        decision = Decision.objects.create(
+            interrupt=interrupt, actor=actor, response=value, comment=comment
+        )
+        decisions.append(decision)
+        answer = _quorum_answer(interrupt, decisions)
+        if answer is not None:
+            submit_function_responses(
+                [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)], actor=actor
+            )
+            interrupt.refresh_from_db()
+        transaction.on_commit(
+            lambda: decision_recorded.send_robust(
+                sender=Decision, decision_id=decision.pk, interrupt_id=interrupt.pk
+            )
+        )
+    return decision
+
+
+def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
+    """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
+    claim again changes nothing; someone else's claim raises AlreadyClaimedError (a claim
+    never blocks a decision, it only tells colleagues)."""
+    with transaction.atomic():
+        interrupt = _locked_interrupt(interrupt_id)
+        _require_answerer(actor, interrupt)
+        _require_pending(interrupt)
+        if interrupt.claimed_by_id not in (None, actor.pk):
+            raise AlreadyClaimedError(interrupt.pk, interrupt.claimed_by.get_username())
+        if interrupt.claimed_by_id is None:
+            interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
+            interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    return interrupt
+
+
+def release(interrupt_id: str, *, actor: Any) -> Interrupt:
+    """Drop the claim on an interrupt: its claimer may, and so may a supervisor
+    (`workflows.reassign_interrupt`). Releasing an unclaimed interrupt changes nothing."""
+    with transaction.atomic():
+        interrupt = _locked_interrupt(interrupt_id)
+        if interrupt.claimed_by_id is None:
+            return interrupt
+        if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
+            raise PermissionDenied(
+                f"interrupt {interrupt.pk!r} is claimed by "
+                f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
+            )
+        interrupt.claimed_by, interrupt.claimed_at = None, None
+        interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    return interrupt
+
+
+def _checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
+    """`assignees` if RequestInput accepts them with this interrupt's schema and quorum,
+    and every user and group they name exists."""
+    try:
+        request = RequestInput(
+            response_schema=interrupt.response_schema,
+            assignees=assignees,
+            quorum=interrupt.quorum,
+        )
+    except ValueError as exc:
+        raise ResponseValidationError(interrupt.pk, "assignees", str(exc)) from None
+    named: dict[str, set[str]] = {"user": set(), "group": set()}
+    for kind, name in map(parse_assignee, request.assignees):
+        named[kind].add(name)
+    users = get_user_model()
+    username = users.USERNAME_FIELD
+    found = {
+        "user": set(
+            users.objects.filter(**{f"{username}__in": named["user"]}).values_list(
+                username, flat=True
+            )
+        ),
+        "group": set(Group.objects.filter(name__in=named["group"]).values_list("name", flat=True)),
+    }
+    missing = [f"{kind}:{name}" for kind in named for name in sorted(named[kind] - found[kind])]
+    if missing:
+        raise ResponseValidationError(interrupt.pk, "assignees", f"no such {', '.join(missing)}")
+    return request.assignees
+
+
+def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrupt:
+    """Replace who may answer a pending interrupt (an empty list: anyone with the answer
+    permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
+    and to those who may answer it now. Decisions already recorded stay."""
+    with transaction.atomic():
+        interrupt = _locked_interrupt(interrupt_id)
+        if not can_reassign(actor, interrupt):
+            raise PermissionDenied(
+                f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
+            )
+        _require_pending(interrupt)
+        interrupt.assignees = _checked_assignees(interrupt, assignees)
+        interrupt.claimed_by, interrupt.claimed_at = None, None
+        interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
+    return interrupt

@@ -3,6 +3,8 @@
 - interrupt_opened(interrupt_id, invocation_id): a node asked a question.
 - interrupt_resolved(interrupt_id, invocation_id, status): answered, expired or cancelled.
 - invocation_finished(invocation_id, status): COMPLETED, FAILED or CANCELLED.
+- decision_recorded(decision_id, interrupt_id): a person decided (services.decide); sent
+  with send_robust, so a failing receiver never undoes or hides the decision.
 """
 
 from django.db import transaction
@@ -13,6 +15,7 @@ from .engine.state import WriteBatch
 interrupt_opened = Signal()
 interrupt_resolved = Signal()
 invocation_finished = Signal()
+decision_recorded = Signal()
 
 
 def announce(batch: WriteBatch, using: str) -> None:

@@ -128,11 +128,11 @@ NODE_RUN_READ = [
 INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
     *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
-    *("resolved_by_id", "resolved_at", "deadline"),
+    *("resolved_by_id", "resolved_at", "deadline", "assignees", "quorum", "four_eyes"),
 ]
 JSON_COLUMNS = {
     *("input", "output", "interrupt_ids", "resume_inputs", "payload", "response_schema"),
-    *("on_timeout", "response"),
+    *("on_timeout", "response", "assignees"),
 }
 
 
@@ -199,6 +199,9 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         resolved_by_id,
         resolved_at,
         deadline,
+        assignees,
+        quorum,
+        four_eyes,
     ) = row
     return InterruptRecord(
         id=id_,
@@ -214,6 +217,9 @@ def interrupt_record(row: tuple) -> InterruptRecord:
                 "response_schema": _json(response_schema),
                 "timeout": timeout_seconds,
                 "on_timeout": _json(on_timeout),
+                "assignees": _json(assignees),
+                "quorum": quorum,
+                "four_eyes": bool(four_eyes),
             }
         ),
         status=InterruptStatus(status),
@@ -271,6 +277,9 @@ def interrupt_row(record: InterruptRecord) -> Interrupt:
         on_timeout=None if request["on_timeout"] == FAIL_ON_TIMEOUT else request["on_timeout"],
         deadline=record.deadline,
         status=record.status,
+        assignees=request["assignees"],
+        quorum=request["quorum"],
+        four_eyes=request["four_eyes"],
     )
 
 

@@ -44,6 +44,28 @@ class ResponseValidationError(WorkflowError, ValueError):
         super().__init__(f"{where}field {field!r}: {message}")
 
 
+class AlreadyDecidedError(WorkflowError):
+    """One decision per person: this actor already decided on this interrupt."""
+
+    code = "already_decided"
+
+    def __init__(self, interrupt_id: str, actor: str):
+        self.interrupt_id = interrupt_id
+        self.actor = actor
+        super().__init__(f"{actor} already decided on interrupt {interrupt_id!r}")
+
+
+class AlreadyClaimedError(WorkflowError):
+    """Someone else is working on this interrupt (release it first, or decide anyway)."""
+
+    code = "already_claimed"
+
+    def __init__(self, interrupt_id: str, claimed_by: str):
+        self.interrupt_id = interrupt_id
+        self.claimed_by = claimed_by
+        super().__init__(f"interrupt {interrupt_id!r} is claimed by {claimed_by}")
+
+
 class MultipleInvocationsError(WorkflowError, ValueError):
     """One submission answered interrupts of more than one invocation."""
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .schema import to_json_schema
 from .status import NodeStatus
 
 REQUEST_INPUT_FUNCTION = "request_input"
@@ -36,6 +37,36 @@ class DefaultResponse:
 
 
 FAIL_ON_TIMEOUT = "fail"
+ASSIGNEE_KINDS = ("user", "group")
+
+
+def parse_assignee(value: Any) -> tuple[str, str]:
+    """Split "user:<username>" or "group:<name>" into (kind, name); ValueError otherwise."""
+    kind, sep, name = value.partition(":") if isinstance(value, str) else ("", "", "")
+    if not sep or kind not in ASSIGNEE_KINDS or not name.strip():
+        raise ValueError(f'assignee {value!r} is not "user:<username>" or "group:<name>"')
+    return kind, name
+
+
+def approval_schema_problem(schema: Any, quorum: int) -> str | None:
+    """Why `schema` cannot collect `quorum` approvals, or None when it can.
+
+    M-of-N approval needs a boolean `approved` property; the decisions service adds a
+    `decisions` list to the combined answer, so the schema must accept that key too."""
+    if quorum == 1:
+        return None
+    schema = to_json_schema(schema)
+    properties = (schema or {}).get("properties") or {}
+    if (properties.get("approved") or {}).get("type") != "boolean":
+        return "a quorum above 1 needs a response_schema with a boolean 'approved' property"
+    if "decisions" in (schema.get("required") or []):
+        return "'decisions' is added by the approval service; it cannot be required"
+    if schema.get("additionalProperties") is False and "decisions" not in properties:
+        return (
+            "a quorum above 1 adds a 'decisions' list to the answer; declare a 'decisions' "
+            "property (an array) or allow additional properties"
+        )
+    return None
 
 
 @dataclass
@@ -45,6 +76,11 @@ class RequestInput:
     `response_schema` is a JSON Schema dict, a pydantic model or a type (stored as JSON
     Schema). `timeout` sets a deadline; `on_timeout` is "fail" (the default), or the
     answer to apply when the deadline passes: a DefaultResponse, or any other value.
+
+    Who answers (DESIGN 4.1): `assignees` lists "user:<username>" and "group:<name>"
+    strings (none: anyone allowed to answer); `quorum` approvals are needed (above 1
+    only for a schema with a boolean `approved`); `four_eyes` bars the person who started
+    the invocation. Bad values raise ValueError here, so the node raising it fails.
     """
 
     interrupt_id: str | None = None
@@ -53,14 +89,36 @@ class RequestInput:
     response_schema: Any = None
     timeout: timedelta | None = None
     on_timeout: Any = FAIL_ON_TIMEOUT
+    assignees: list[str] = field(default_factory=list)
+    quorum: int = 1
+    four_eyes: bool = False
 
     def __post_init__(self) -> None:
+        self._check_who_answers()
         if self.on_timeout is None:
             self.on_timeout = FAIL_ON_TIMEOUT
         elif self.on_timeout != FAIL_ON_TIMEOUT and not isinstance(
             self.on_timeout, DefaultResponse
         ):
             self.on_timeout = DefaultResponse(self.on_timeout)
+
+    def _check_who_answers(self) -> None:
+        if isinstance(self.assignees, str) or not isinstance(self.assignees, list | tuple):
+            raise ValueError(f"assignees must be a list of strings, not {self.assignees!r}")
+        self.assignees = list(self.assignees)
+        parsed = [parse_assignee(a) for a in self.assignees]
+        users = {name for kind, name in parsed if kind == "user"}
+        if not isinstance(self.quorum, int) or isinstance(self.quorum, bool) or self.quorum < 1:
+            raise ValueError(f"quorum must be an integer of at least 1, not {self.quorum!r}")
+        if not isinstance(self.four_eyes, bool):
+            raise ValueError(f"four_eyes must be True or False, not {self.four_eyes!r}")
+        problem = approval_schema_problem(self.response_schema, self.quorum)
+        if problem:
+            raise ValueError(problem)
+        if self.assignees and len(users) == len(self.assignees) and len(users) < self.quorum:
+            raise ValueError(
+                f"quorum {self.quorum} cannot be met by the {len(users)} assigned user(s)"
+            )
 
     def as_function_call(self) -> FunctionCall:
         assert self.interrupt_id is not None
@@ -87,6 +145,9 @@ class RequestInput:
                 if isinstance(on_timeout, DefaultResponse)
                 else on_timeout
             ),
+            "assignees": list(self.assignees),
+            "quorum": self.quorum,
+            "four_eyes": self.four_eyes,
         }
 
     @classmethod
@@ -104,6 +165,9 @@ class RequestInput:
                 if isinstance(on_timeout, dict)
                 else on_timeout
             ),
+            assignees=list(data.get("assignees") or []),
+            quorum=data.get("quorum") or 1,
+            four_eyes=bool(data.get("four_eyes")),
         )
 
 

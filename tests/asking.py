@@ -1,0 +1,48 @@
+"""A workflow that asks whatever its input says, for the tests of who answers (DESIGN 4.1).
+
+`ask(request={...}, user=...)` starts it and returns the pending Interrupt; the request
+dict holds RequestInput's keyword arguments (message, payload, response_schema, assignees,
+quorum, four_eyes, ...). The workflow's output is the answer it got.
+"""
+
+from typing import Any
+
+from workflows import services
+from workflows.engine import RequestInput, Workflow, node
+from workflows.models import Interrupt
+from workflows.registry import registry
+
+WORKFLOW = "hitl_test_ask"
+
+APPROVAL = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "title": "Approved"},
+        "comment": {"type": "string", "title": "Comment"},
+        "decisions": {"type": "array"},
+    },
+    "required": ["approved"],
+    "additionalProperties": False,
+}
+
+
+@node(name="question")
+def question(node_input: dict) -> RequestInput:
+    return RequestInput(**node_input["request"])
+
+
+@node
+def answered(node_input: Any) -> Any:
+    return node_input
+
+
+if WORKFLOW not in {d.name for d in registry.definitions()}:
+    registry.register(Workflow(name=WORKFLOW, edges=[("START", question, answered)]))
+
+
+def ask(user: Any = None, **request: Any) -> Interrupt:
+    """Start the asking workflow; return its pending interrupt."""
+    request.setdefault("message", "Approve?")
+    request.setdefault("response_schema", APPROVAL)
+    invocation = services.start(WORKFLOW, {"request": request}, user=user)
+    return Interrupt.objects.select_related("invocation").get(invocation=invocation)

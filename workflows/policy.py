@@ -1,0 +1,121 @@
+"""Who may answer an interrupt (DESIGN 4.1): one rule for the admin inbox, the API and the
+e-mail links.
+
+The rule lives in a policy class with two faces: `can_answer(user, interrupt)` for one
+object and `answerable(user, queryset)`, its queryset counterpart, which scopes every list.
+`HITL["ANSWER_POLICY"]` names the class in use (a subclass of `AssigneePolicy` is the
+usual way to change it); `answer_policy()` returns an instance of it.
+
+Everything asks `user.has_perm("workflows.answer_interrupt", interrupt)`, served by
+`workflows.backends.AnswerPermissionBackend`, except that Django answers True to every
+active superuser before any backend is asked. The write path (`services.decide`) therefore
+calls the policy itself, so assignees and four-eyes bind superusers too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Error, register
+from django.db.models import Q, QuerySet
+from django.utils.module_loading import import_string
+
+from .conf import hitl_settings
+from .expressions import HasAnyElement
+from .models import Interrupt
+
+ANSWER_PERMISSION = "workflows.answer_interrupt"
+REASSIGN_PERMISSION = "workflows.reassign_interrupt"
+
+
+def assignee_names(user: Any) -> list[str]:
+    """The assignee strings that name `user`: "user:<username>" and one per group."""
+    groups = user.groups.values_list("name", flat=True)
+    return [f"user:{user.get_username()}", *(f"group:{name}" for name in groups)]
+
+
+class AssigneePolicy:
+    """An active user who has the model permission `workflows.answer_interrupt` (or is a
+    superuser) may answer an interrupt when it names no assignees or names them (directly
+    or through a group), and, for a four-eyes interrupt, did not start its invocation."""
+
+    def may_answer_any(self, user: Any) -> bool:
+        """The model-level half of the rule: may this user answer interrupts at all?"""
+        if not (user and user.is_authenticated and user.is_active):
+            return False
+        # Asking ModelBackend alone: `user.has_perm` would come back to this policy.
+        return user.is_superuser or ANSWER_PERMISSION in user.get_all_permissions()
+
+    def can_answer(self, user: Any, interrupt: Interrupt) -> bool:
+        return not self.refusal(user, interrupt)
+
+    def refusal(self, user: Any, interrupt: Interrupt) -> str:
+        """Why `user` may not answer `interrupt` ("" when they may): the message of the
+        PermissionDenied that services raise."""
+        who = user.get_username() if user and user.is_authenticated else "an anonymous user"
+        if not self.may_answer_any(user):
+            return f"{who} lacks the permission {ANSWER_PERMISSION}"
+        if interrupt.assignees and not set(assignee_names(user)) & set(interrupt.assignees):
+            return f"{who} is not among the assignees of {interrupt.pk!r} ({interrupt.assignees})"
+        if interrupt.four_eyes and interrupt.invocation.started_by_id == user.pk:
+            return f"four eyes: {who} started the invocation and may not answer {interrupt.pk!r}"
+        return ""
+
+    def answerable(self, user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
+        """`queryset` narrowed to the interrupts `user` may answer (any status)."""
+        if not self.may_answer_any(user):
+            return queryset.none()
+        assigned = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
+        not_own = Q(four_eyes=False) | ~Q(invocation__started_by=user.pk)
+        return queryset.filter(assigned, not_own)
+
+
+def answer_policy() -> AssigneePolicy:
+    """An instance of the policy `HITL["ANSWER_POLICY"]` names."""
+    return import_string(hitl_settings.ANSWER_POLICY)()
+
+
+def can_reassign(user: Any, interrupt: Interrupt) -> bool:
+    """Supervisors (`workflows.reassign_interrupt`) reassign anything; the people who may
+    answer an interrupt may hand it over."""
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    return user.has_perm(REASSIGN_PERMISSION) or answer_policy().can_answer(user, interrupt)
+
+
+# System check: the rule is configured.
+BACKEND = "workflows.backends.AnswerPermissionBackend"
+
+
+@register()
+def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    errors = []
+    if BACKEND not in settings.AUTHENTICATION_BACKENDS:
+        errors.append(
+            Error(
+                f'user.has_perm("workflows.answer_interrupt", interrupt) is False for every '
+                f"non-superuser: {BACKEND} is not in AUTHENTICATION_BACKENDS",
+                hint=f'add "{BACKEND}" after Django\'s ModelBackend',
+                id="workflows.E101",
+            )
+        )
+    try:
+        policy = import_string(hitl_settings.ANSWER_POLICY)
+    except ImportError as exc:
+        errors.append(
+            Error(f'HITL["ANSWER_POLICY"] cannot be imported: {exc}', id="workflows.E102")
+        )
+    else:
+        missing = [
+            m for m in ("can_answer", "answerable") if not callable(getattr(policy, m, None))
+        ]
+        if missing:
+            errors.append(
+                Error(
+                    f'HITL["ANSWER_POLICY"] {hitl_settings.ANSWER_POLICY} lacks {missing}',
+                    hint="subclass workflows.policy.AssigneePolicy",
+                    id="workflows.E102",
+                )
+            )
+    return errors
