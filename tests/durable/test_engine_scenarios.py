@@ -15,6 +15,7 @@ from tests.engine.test_failure import *  # noqa: F403
 from tests.engine.test_graphs import *  # noqa: F403
 from tests.engine.test_rerun_on_resume import *  # noqa: F403
 from tests.engine.test_submissions import *  # noqa: F403
+from tests.engine.test_values import *  # noqa: F403
 from workflows.models import Interrupt, Invocation, NodeRun, Session, SessionEvent
 from workflows.store import DjangoStore
 

@@ -60,7 +60,9 @@ async def test_failed_resumed_node_retried_without_rerunning_upstream():
     }
     approve_run = failed.node_runs["wf@1/approve@1"]
     assert (approve_run.run_id, approve_run.attempt) == (1, 1)
-    assert approve_run.error == "ConnectionError: ledger unavailable"
+    # The node run keeps the traceback; the invocation and the event the one-line error.
+    assert approve_run.error.startswith("Traceback (most recent call last):")
+    assert approve_run.error.endswith("ConnectionError: ledger unavailable\n")
     errors = [(e.path, e.error) for e in failed.events if e.error]
     assert errors == [("wf@1/approve@1", "ConnectionError: ledger unavailable")]
     assert calls == Counter(fetch=1, approve=2)

@@ -45,8 +45,10 @@ class Execution:
         interrupts: dict[str, InterruptRecord] | None = None,
         answers: dict[str, Any] | None = None,
         lease_owner: str | None = None,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.invocation = invocation
+        self.max_value_bytes = max_value_bytes  # per stored value (an output, a payload)
         self.store = store
         self.node_runs: dict[str, NodeRunState] = {}
         self.children: dict[str, list[str]] = defaultdict(list)

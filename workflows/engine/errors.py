@@ -140,3 +140,43 @@ class LeaseLostError(ExecutionAbortedError):
     """The execution lease expired and another worker took the invocation over."""
 
     code = "lease_lost"
+
+
+class ValueEncodingError(WorkflowError, ValueError):
+    """A value the stores cannot keep: not JSON, NaN, a NUL character, too large..."""
+
+    code = "unencodable_value"
+
+    def __init__(self, what: str, reason: str, *, too_large: bool = False):
+        self.what = what
+        self.reason = reason
+        self.too_large = too_large
+        super().__init__(f"{what} cannot be stored: {reason}")
+
+
+class InputValidationError(WorkflowError, ValueError):
+    """The input given to start an invocation is not acceptable."""
+
+    code = "invalid_input"
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"field {field!r}: {message}")
+
+
+class PayloadTooLargeError(WorkflowError, ValueError):
+    """An answer or an input is larger than the configured limit."""
+
+    code = "payload_too_large"
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"field {field!r}: {message}")
+
+
+class NodeTimeoutError(WorkflowError):
+    """A node body ran longer than its `timeout`."""
+
+    code = "node_timeout"

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import traceback
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from .context import Context, Execution, child_path, new_id
-from .errors import DuplicateInterruptError, ExecutionAbortedError, NodeOutputError
-from .events import Event, RequestInput
+from .errors import (
+    DuplicateInterruptError,
+    ExecutionAbortedError,
+    NodeOutputError,
+    NodeTimeoutError,
+)
+from .events import DefaultResponse, Event, FunctionCall, RequestInput
 from .nodes import BaseNode
 from .schema import check_schema, to_json_schema
 from .state import InterruptRecord, NodeRunState
 from .status import InterruptStatus, NodeStatus
+from .values import (
+    MAX_INTERRUPT_ID_LENGTH,
+    MAX_ROUTE_LENGTH,
+    check_text,
+    clean_text,
+    to_json_value,
+)
 
 # Prior statuses after which a run that only keeps waiting writes no event: its last
 # outcome event (if any) already says WAITING.
@@ -73,7 +86,9 @@ class NodeRunner:
         ctx.resume_inputs = resume_inputs
         execution.consume(path, resume_inputs)
 
-        def save(status: NodeStatus, error: str | None = None) -> None:
+        def save(status: NodeStatus, error: str | None = None, detail: str | None = None) -> None:
+            """`error`: the one-line message; `detail`: what the node run keeps (the
+            traceback of a body that raised)."""
             ctx.status = status
             ctx.error = error
             if status.is_final:
@@ -93,7 +108,7 @@ class NodeRunner:
                     input=node_input,
                     route=ctx.route,
                     resume_inputs=resume_inputs,
-                    error=error,
+                    error=detail or error,
                 ),
             )
 
@@ -118,11 +133,13 @@ class NodeRunner:
             # Committed before the body starts (with its first step, when the store can).
             ctx.checkpoint_due = node.checkpoint_before_run
             try:
-                await self._execute(ctx, node_input)
+                await self._execute_in_time(ctx, node_input)
+                self._check_outcome(ctx)
                 await self._check_new_interrupts(ctx)
             except ExecutionAbortedError:
                 raise
             except asyncio.CancelledError:
+                ctx.output, ctx.route = self.prior_output, prior_route  # nothing half-made
                 save(NodeStatus.CANCELLED)
                 self._record_outcome(ctx)
                 raise
@@ -132,7 +149,8 @@ class NodeRunner:
                 ctx.error = failure.child.error
                 return ctx
             except Exception as exc:  # a node body may raise anything
-                error = f"{type(exc).__name__}: {exc}"
+                error = clean_text(f"{type(exc).__name__}: {exc}")
+                detail = clean_text("".join(traceback.format_exception(exc)))
                 retry = node.retry
                 final = retry is None or ctx.attempt >= retry.max_attempts
                 execution.record(
@@ -145,7 +163,9 @@ class NodeRunner:
                     )
                 )
                 if final:
-                    save(NodeStatus.FAILED, error)
+                    # A run that failed produced nothing (what it made may not be storable).
+                    ctx.output, ctx.route = self.prior_output, prior_route
+                    save(NodeStatus.FAILED, error, detail)
                     return ctx
                 await asyncio.sleep(retry.delay(ctx.attempt))
                 ctx.attempt += 1
@@ -155,6 +175,30 @@ class NodeRunner:
         save(NodeStatus.WAITING if ctx.interrupt_ids else NodeStatus.COMPLETED)
         self._record_outcome(ctx)
         return ctx
+
+    async def _execute_in_time(self, ctx: Context, node_input: Any) -> None:
+        timeout = self.node.timeout
+        if timeout is None:
+            await self._execute(ctx, node_input)
+            return
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                await self._execute(ctx, node_input)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the body's own TimeoutError
+            raise NodeTimeoutError(
+                f"node {self.node.name!r} timed out after {timeout:g} s"
+            ) from None
+
+    def _check_outcome(self, ctx: Context) -> None:
+        """Refuse, as this node's failure, what no store could keep (see values.py)."""
+        name = self.node.name
+        ctx.output = to_json_value(
+            ctx.output, f"the output of node {name!r}", ctx._execution.max_value_bytes
+        )
+        if ctx.route is not None:
+            check_text(str(ctx.route), f"the route of node {name!r}", MAX_ROUTE_LENGTH)
 
     async def _execute(self, ctx: Context, node_input: Any) -> None:
         outputs = 0
@@ -185,16 +229,33 @@ class NodeRunner:
 
     @staticmethod
     def _record(ctx: Context, event: Event) -> None:
+        what = f"an event of node {ctx.node_name!r}"
+        limit = ctx._execution.max_value_bytes
+        event.output = to_json_value(event.output, what, limit)
+        event.function_calls = [
+            FunctionCall(c.id, c.name, to_json_value(c.args, what, limit))
+            for c in event.function_calls
+        ]
         event.author = event.author or ctx.node_name
         event.path, event.run_id = ctx.path, ctx.run_id
         ctx._execution.record(event)
 
     @staticmethod
     def _interrupt(ctx: Context, request: RequestInput, recorded: bool = False) -> None:
+        what = f"an interrupt of node {ctx.node_name!r}"
+        limit = ctx._execution.max_value_bytes
+        on_timeout = request.on_timeout
+        if isinstance(on_timeout, DefaultResponse):
+            on_timeout = DefaultResponse(to_json_value(on_timeout.response, what, limit))
         request = replace(
             request,
-            interrupt_id=request.interrupt_id or new_id(),
-            response_schema=to_json_schema(request.response_schema),
+            interrupt_id=check_text(
+                request.interrupt_id or new_id(), f"{what}: its id", MAX_INTERRUPT_ID_LENGTH
+            ),
+            message=check_text(str(request.message or ""), f"{what}: its message"),
+            payload=to_json_value(request.payload, what, limit),
+            response_schema=to_json_value(to_json_schema(request.response_schema), what),
+            on_timeout=on_timeout,
         )
         check_schema(request.response_schema)
         if recorded:

@@ -89,6 +89,8 @@ class BaseNode:
     name: str = ""
     rerun_on_resume: bool = False
     retry: RetryConfig | None = None
+    # Seconds one execution of the body may take before the node fails (NodeTimeoutError).
+    timeout: float | None = None
     # Engine-internal nodes (workflows, joins, workers) run no user code of their own,
     # so nothing needs to be durable before their bodies start.
     checkpoint_before_run: bool = True
@@ -99,12 +101,17 @@ class BaseNode:
         *,
         rerun_on_resume: bool | None = None,
         retry: RetryConfig | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.name = name or self.name or type(self).__name__
         if rerun_on_resume is not None:
             self.rerun_on_resume = rerun_on_resume
         if retry is not None:
             self.retry = retry
+        if timeout is not None:
+            if timeout <= 0:
+                raise GraphError(f"node {self.name!r}: timeout must be positive, got {timeout}")
+            self.timeout = timeout
         validate_name(self.name)
 
     def run(self, ctx: Context, node_input: Any) -> Any:
@@ -134,10 +141,14 @@ class FunctionNode(BaseNode):
         *,
         rerun_on_resume: bool = False,
         retry: RetryConfig | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.func = func
         super().__init__(
-            name or getattr(func, "__name__", None), rerun_on_resume=rerun_on_resume, retry=retry
+            name or getattr(func, "__name__", None),
+            rerun_on_resume=rerun_on_resume,
+            retry=retry,
+            timeout=timeout,
         )
         parameters = inspect.signature(func).parameters
         unknown = [
@@ -234,6 +245,7 @@ def node(
     rerun_on_resume: bool = False,
     parallel_worker: bool = False,
     retry: RetryConfig | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], BaseNode]: ...
 def node(
     func: Callable[..., Any] | None = None,
@@ -243,11 +255,15 @@ def node(
     rerun_on_resume: bool = False,
     parallel_worker: bool = False,
     retry: RetryConfig | None = None,
+    timeout: float | None = None,
 ) -> Any:
-    """Make a function a node: `@node` or `@node(name=..., rerun_on_resume=..., ...)`."""
+    """Make a function a node: `@node` or `@node(name=..., rerun_on_resume=..., ...)`.
+    `timeout`: seconds one execution may take before the node fails."""
 
     def wrap(f: Callable[..., Any]) -> BaseNode:
-        function_node = FunctionNode(f, name, rerun_on_resume=rerun_on_resume, retry=retry)
+        function_node = FunctionNode(
+            f, name, rerun_on_resume=rerun_on_resume, retry=retry, timeout=timeout
+        )
         return ParallelWorker(function_node) if parallel_worker else function_node
 
     return wrap(func) if func is not None else wrap

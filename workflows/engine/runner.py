@@ -18,7 +18,7 @@ from .node_runner import ChildFailedError
 from .state import Checkpoint, InvocationRecord, NodeRunState, WriteBatch
 from .status import InterruptStatus, NodeStatus
 from .store import LEASE_TTL, InMemoryStore, Store
-from .transitions import accept_responses, cancel_batch, retry_batch
+from .transitions import accept_responses, cancel_batch, checked_input, retry_batch
 from .workflow import Workflow
 
 
@@ -37,11 +37,18 @@ class Runner:
     """Runs invocations of `workflow` on `store` (an InMemoryStore unless given)."""
 
     def __init__(
-        self, workflow: Workflow, store: Store | None = None, *, lease_ttl: float = LEASE_TTL
+        self,
+        workflow: Workflow,
+        store: Store | None = None,
+        *,
+        lease_ttl: float = LEASE_TTL,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.workflow = workflow
         self.store: Store = store if store is not None else InMemoryStore()
         self.lease_ttl = lease_ttl  # seconds; each checkpoint renews the lease
+        # Largest input, output, payload or answer stored, encoded (None: no limit).
+        self.max_value_bytes = max_value_bytes
 
     async def run(
         self,
@@ -54,7 +61,7 @@ class Runner:
         record = InvocationRecord(
             id=invocation_id or new_id(),
             workflow_name=self.workflow.name,
-            input=node_input,
+            input=checked_input(node_input, self.max_value_bytes),
             session_id=session_id,
         )
         await self.store.commit(WriteBatch(record.id, invocation=record))
@@ -73,6 +80,7 @@ class Runner:
                 actor=actor,
                 workflow_name=self.workflow.name,
                 now=datetime.now(UTC),
+                max_bytes=self.max_value_bytes,
             )
             try:
                 if acceptance.batch:
@@ -158,6 +166,7 @@ class Runner:
             checkpoint.interrupts,
             checkpoint.answers(),
             lease_owner,
+            self.max_value_bytes,
         )
         root = Context(execution)
         try:

@@ -12,16 +12,20 @@ from datetime import datetime
 from typing import Any
 
 from .errors import (
+    InputValidationError,
     InterruptNotPendingError,
     InvocationStateError,
     MultipleInvocationsError,
+    PayloadTooLargeError,
     ResponseValidationError,
     UnknownInterruptError,
+    ValueEncodingError,
 )
 from .events import DefaultResponse, Event, FunctionResponse
 from .schema import unwrap_response, validate_response
 from .state import Checkpoint, InterruptRecord, Resolution, WriteBatch
 from .status import InterruptStatus, NodeStatus
+from .values import to_json_value
 
 
 @dataclass
@@ -36,6 +40,26 @@ def same_answer(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
+def checked_input(node_input: Any, max_bytes: int | None = None) -> Any:
+    """An invocation's input as it will be stored, or InputValidationError /
+    PayloadTooLargeError."""
+    try:
+        return to_json_value(node_input, "input", max_bytes)
+    except ValueEncodingError as exc:
+        error = PayloadTooLargeError if exc.too_large else InputValidationError
+        raise error("input", exc.reason) from None
+
+
+def checked_answer(interrupt_id: str, value: Any, max_bytes: int | None = None) -> Any:
+    """An answer as it will be stored, or ResponseValidationError / PayloadTooLargeError."""
+    try:
+        return to_json_value(value, "response", max_bytes)
+    except ValueEncodingError as exc:
+        if exc.too_large:
+            raise PayloadTooLargeError("response", exc.reason) from None
+        raise ResponseValidationError(interrupt_id, "response", exc.reason) from None
+
+
 def accept_responses(
     responses: list[FunctionResponse],
     interrupts: dict[str, InterruptRecord],
@@ -43,6 +67,7 @@ def accept_responses(
     actor: str | None = None,
     workflow_name: str | None = None,
     now: datetime | None = None,
+    max_bytes: int | None = None,
 ) -> Acceptance:
     """Validate a submission against the stored interrupts; raise a named error or return
     the batch that records it (user events, resolutions). Nothing is written here."""
@@ -54,7 +79,7 @@ def accept_responses(
         record = interrupts.get(response.id)
         if record is None or (workflow_name and record.workflow_name != workflow_name):
             raise UnknownInterruptError(response.id)
-        value = unwrap_response(response.response)
+        value = checked_answer(response.id, unwrap_response(response.response), max_bytes)
         if response.id in answers and not same_answer(answers[response.id], value):
             raise ResponseValidationError(
                 response.id, "response", "two different answers in one submission"

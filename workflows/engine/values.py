@@ -1,0 +1,120 @@
+"""What may be stored: every value the engine keeps (inputs, outputs, answers, payloads)
+is encoded here once, the same way for every store, so a value one store accepts is never
+refused by another after a node has already run.
+
+Encoding follows Django's DjangoJSONEncoder (datetimes, dates, times, durations, Decimal,
+UUID); anything else JSON cannot hold is refused with a clear message, and so are the
+values PostgreSQL refuses in JSON (NaN and Infinity, lone surrogates, NUL characters).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import re
+import uuid
+from typing import Any
+
+from .errors import ValueEncodingError
+
+# A NUL character as JSON escapes it (an escaped backslash before `u0000` is not one).
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+# Column widths of the stores (the Django models use the same): over-long values are
+# refused alike everywhere rather than cut by one database and kept by another.
+MAX_INTERRUPT_ID_LENGTH = 255
+MAX_ROUTE_LENGTH = 200
+
+
+def _duration_iso(value: datetime.timedelta) -> str:
+    """ISO 8601 duration, as django.utils.duration.duration_iso_string writes it."""
+    sign = "-" if value.days < 0 else ""
+    if value.days < 0:
+        value = -value
+    days = value.days
+    minutes, seconds = divmod(value.seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    micro = f".{value.microseconds:06d}" if value.microseconds else ""
+    return f"{sign}P{days}DT{hours:02d}H{minutes:02d}M{seconds:02d}{micro}S"
+
+
+def _default(value: Any) -> Any:
+    """DjangoJSONEncoder's conversions (ECMA-262 times: milliseconds, "Z" for UTC)."""
+    if isinstance(value, datetime.datetime):
+        text = value.isoformat()
+        if value.microsecond:
+            text = text[:23] + text[26:]
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, datetime.time):
+        if value.utcoffset() is not None:
+            raise TypeError("a time with a timezone has no unambiguous JSON form")
+        text = value.isoformat()
+        return text[:12] if value.microsecond else text
+    if isinstance(value, datetime.timedelta):
+        return _duration_iso(value)
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(f"a {type(value).__name__} cannot be stored as JSON")
+
+
+def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
+    """`value` as JSON text, or ValueEncodingError saying what is wrong with it."""
+    try:
+        text = json.dumps(value, default=_default, allow_nan=False, ensure_ascii=False)
+        size = len(text.encode("utf-8"))
+    except RecursionError:
+        raise ValueEncodingError(what, "it is nested too deeply") from None
+    except UnicodeEncodeError:
+        raise ValueEncodingError(what, "it contains a lone surrogate character") from None
+    except ValueError as exc:  # NaN, Infinity, a circular reference
+        reason = "NaN and Infinity are not JSON" if "Out of range" in str(exc) else str(exc)
+        raise ValueEncodingError(what, reason) from None
+    except TypeError as exc:
+        raise ValueEncodingError(what, str(exc)) from None
+    if _NUL.search(text):
+        raise ValueEncodingError(what, "it contains a NUL character (\\u0000)")
+    if max_bytes is not None and size > max_bytes:
+        raise ValueEncodingError(
+            what, f"it is {size} bytes encoded, over the limit of {max_bytes}", too_large=True
+        )
+    return text
+
+
+def to_json_value(value: Any, what: str, max_bytes: int | None = None) -> Any:
+    """`value` as the store will give it back: plain JSON types (a Decimal becomes its
+    string, a tuple a list), or ValueEncodingError."""
+    if value is None or type(value) in (bool, int, str):
+        if type(value) is str and ("\x00" in value or _has_surrogate(value)):
+            encode(value, what)  # raises with the reason
+        if max_bytes is not None and type(value) is str and len(value) * 4 > max_bytes:
+            encode(value, what, max_bytes)
+        return value
+    return json.loads(encode(value, what, max_bytes))
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_text(text: str, what: str, max_length: int | None = None) -> str:
+    """A string for a text column: no NUL or lone surrogate, at most `max_length`."""
+    if "\x00" in text:
+        raise ValueEncodingError(what, "it contains a NUL character (\\u0000)")
+    if _has_surrogate(text):
+        raise ValueEncodingError(what, "it contains a lone surrogate character")
+    if max_length is not None and len(text) > max_length:
+        raise ValueEncodingError(what, f"it is {len(text)} characters, over {max_length}")
+    return text
+
+
+def clean_text(text: str) -> str:
+    """Text that every store can keep (for messages we did not write: exception text)."""
+    text = text.replace("\x00", "\\x00")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
