@@ -91,3 +91,37 @@ def test_incompatible_definition_fails_with_a_named_error(versioned):
     assert invocation.status == NodeStatus.FAILED
     assert invocation.error.startswith("DefinitionChangedError")
     assert "'versioned'" in invocation.error
+
+
+def test_unknown_name_lists_the_registered_names_and_the_closest():
+    local = WorkflowRegistry()
+    local.register(build(finish), version="1")
+    local.register(Workflow(name="expense_approval", edges=[("START", finish)]))
+    with pytest.raises(UnknownWorkflowError) as raised:
+        local.get("expense_aproval")
+    message = str(raised.value)
+    assert "no workflow named 'expense_aproval' is registered" in message
+    assert "did you mean 'expense_approval'?" in message
+    assert "Registered: expense_approval, versioned." in message
+    assert raised.value.registered == ["expense_approval", "versioned"]
+
+
+def test_unknown_name_with_nothing_registered_says_how_to_register():
+    with pytest.raises(
+        UnknownWorkflowError, match=r"No workflow is registered at all.*workflows\.py"
+    ):
+        WorkflowRegistry().get("anything")
+
+
+def test_a_name_registered_from_two_modules_is_a_clash():
+    local = WorkflowRegistry()
+    local.register(build(finish), version="1")
+    local.register(build(audit), version="2")  # versions from one module: no clash
+    assert local.clashes() == {}
+    exec(
+        "registry.register(workflow)",
+        {"__name__": "other_app.workflows", "registry": local, "workflow": build(finish)},
+    )
+    assert local.clashes() == {"versioned": ["other_app.workflows", __name__]}
+    local.unregister("versioned")
+    assert local.clashes() == {}

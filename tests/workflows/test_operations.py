@@ -1,0 +1,280 @@
+"""What operators run and read: hitl_status (output and exit status), hitl_periodic, the
+worker and periodic-job heartbeats, and log records carrying the invocation and node path."""
+
+import logging
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from celery import current_app, signals
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.utils import timezone
+
+from workflows import heartbeat, services
+from workflows.engine import RequestInput, Workflow, node
+from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.log import ContextFilter, log_context, node_logger
+from workflows.models import Heartbeat, Interrupt, Invocation
+from workflows.registry import registry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EXPENSE = {"employee": "Ada", "amount": 420.0}
+
+
+class Sender:
+    """Stands in for the worker objects Celery's signals come from (hashable, as they are)."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+def status() -> tuple[int, str, str]:
+    """Run hitl_status: (exit status, stdout, stderr)."""
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("hitl_status", stdout=out, stderr=err)
+    except CommandError as error:
+        return error.returncode, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+def periodic_jobs_ran(ago: timedelta = timedelta(0)) -> None:
+    Heartbeat.objects.update_or_create(
+        kind=Heartbeat.PERIODIC, name="celery beat", defaults={"seen_at": timezone.now() - ago}
+    )
+
+
+@pytest.fixture
+def not_eager():
+    """Celery as with a real broker (nothing is sent while hitl_status reads)."""
+    current_app.conf.task_always_eager = False
+    yield
+    current_app.conf.task_always_eager = True
+
+
+@node
+def chatty(ctx, node_input):
+    logging.getLogger("tests.chatty").info("plain log call")
+    node_logger(ctx).info("node logger call")
+    return RequestInput(message="ok?")
+
+
+@pytest.fixture
+def chatty_workflow():
+    registry.register(Workflow(name="chatty", edges=[("START", chatty)]))
+    yield
+    registry.unregister("chatty")
+
+
+# --- hitl_status ------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("chatty_workflow")
+def test_status_is_healthy_and_lists_questions_by_workflow():
+    for employee in ("Ada", "Grace"):
+        services.start("expense_approval", {**EXPENSE, "employee": employee})
+    services.start("chatty")
+    oldest = Interrupt.objects.filter(workflow_name="expense_approval").first()
+    Interrupt.objects.filter(pk=oldest.pk).update(created_at=timezone.now() - timedelta(hours=3))
+    periodic_jobs_ran()
+    code, out, err = status()
+    assert code == 0, err
+    assert "Pending questions: 3" in out
+    assert "  chatty: 1, oldest asked 0 s ago" in out
+    assert "  expense_approval: 2, oldest asked 3 h ago" in out
+    assert f"Oldest waiting: {oldest.pk} ({oldest.path}), asked 3 h ago" in out
+    assert "Workers: none needed (Celery runs tasks eagerly, in-process)" in out
+    assert "Periodic jobs: 1 alive" in out
+    assert "OK: nothing needs attention" in out
+
+
+def test_periodic_jobs_never_seen_need_attention():
+    code, out, err = status()
+    assert code == 1
+    assert "Periodic jobs: never seen" in out
+    assert "attention: the periodic jobs (expiry, recovery) did not run lately" in err
+
+
+def test_silent_periodic_jobs_need_attention():
+    periodic_jobs_ran(ago=timedelta(minutes=10))
+    code, out, err = status()
+    assert code == 1
+    assert "celery beat: silent, last seen 10 min ago" in out
+    assert "did not run lately" in err
+
+
+def test_overdue_question_needs_attention():
+    periodic_jobs_ran()
+    invocation = services.start("expense_approval", EXPENSE)
+    Interrupt.objects.filter(invocation=invocation).update(
+        deadline=timezone.now() - timedelta(minutes=5)
+    )
+    code, out, err = status()
+    assert code == 1
+    assert "Overdue questions not expired: 1" in out
+    assert "1 question(s) past their deadline" in err
+    Interrupt.objects.filter(invocation=invocation).update(deadline=timezone.now())
+    assert status()[0] == 0  # just due: expiry has not had its chance yet
+
+
+def test_stalled_invocation_needs_attention():
+    periodic_jobs_ran()
+    invocation = services.start("expense_approval", EXPENSE)
+    Invocation.objects.filter(pk=invocation.pk).update(
+        status=NodeStatus.PENDING, updated_at=timezone.now() - timedelta(minutes=10)
+    )
+    code, out, err = status()
+    assert code == 1
+    assert "Stalled invocations: 1" in out
+    assert "1 invocation(s) stalled" in err
+
+
+def test_answer_not_applied_needs_attention():
+    periodic_jobs_ran()
+    invocation = services.start("expense_approval", EXPENSE)
+    Interrupt.objects.filter(invocation=invocation).update(
+        status=InterruptStatus.RESOLVED,
+        response={"approved": True},
+        resolved_at=timezone.now() - timedelta(minutes=10),
+    )
+    code, out, _ = status()
+    assert code == 1
+    assert "Stalled invocations: 1" in out
+
+
+def test_recent_failures_need_attention():
+    periodic_jobs_ran()
+    invocation = services.start("expense_approval", EXPENSE)
+    Invocation.objects.filter(pk=invocation.pk).update(status=NodeStatus.FAILED)
+    code, out, err = status()
+    assert code == 1
+    assert "Failed invocations since " in out and "UTC: 1" in out
+    assert "1 invocation(s) FAILED" in err
+
+
+@pytest.mark.usefixtures("not_eager")
+def test_with_a_broker_a_live_worker_is_needed():
+    periodic_jobs_ran()
+    code, out, err = status()
+    assert code == 1
+    assert "Workers: never seen" in out
+    assert "no Celery worker heartbeat" in err
+    signals.worker_ready.send(sender=Sender(hostname="celery@status-test"))
+    code, out, err = status()
+    assert code == 0, err
+    assert "Workers: 1 alive" in out
+    assert "celery@status-test: alive, last seen 0 s ago" in out
+
+
+# --- heartbeats -------------------------------------------------------------------------------
+
+
+def test_worker_heartbeats_are_recorded_at_most_every_quarter_period():
+    beat = Sender(eventer=Sender(hostname="celery@throttled"))
+    signals.heartbeat_sent.send(sender=beat)
+    row = Heartbeat.objects.get(kind=Heartbeat.WORKER, name="celery@throttled")
+    long_ago = timezone.now() - timedelta(hours=1)
+    Heartbeat.objects.filter(pk=row.pk).update(seen_at=long_ago)
+    signals.heartbeat_sent.send(sender=beat)  # 2 s later, in a real worker
+    assert Heartbeat.objects.get(pk=row.pk).seen_at == long_ago
+    with override_settings(HITL={"HEARTBEAT_STALE_SECONDS": 0}):
+        signals.heartbeat_sent.send(sender=beat)
+    assert Heartbeat.objects.get(pk=row.pk).seen_at > long_ago
+
+
+def test_eager_task_runs_record_no_worker():
+    services.start("expense_approval", EXPENSE)
+    assert not Heartbeat.objects.exists()
+
+
+def test_periodic_tasks_run_by_a_worker_record_beat_and_worker():
+    task = Sender(
+        name="workflows.tasks.recover_stalled",
+        request=Sender(is_eager=False, hostname="celery@beat-test"),
+    )
+    signals.task_postrun.send(sender=task, task_id="t1", task=task)
+    assert set(Heartbeat.objects.values_list("kind", "name")) == {
+        (Heartbeat.PERIODIC, "celery beat"),
+        (Heartbeat.WORKER, "celery@beat-test"),
+    }
+
+
+def test_a_heartbeat_that_cannot_be_stored_does_not_raise(monkeypatch, caplog):
+    from django.db import DatabaseError
+
+    def broken(**kwargs):
+        raise DatabaseError("no such table")
+
+    monkeypatch.setattr(Heartbeat.objects, "update_or_create", broken)
+    heartbeat.record(Heartbeat.WORKER, "celery@broken")
+    assert "could not record the worker heartbeat of celery@broken" in caplog.text
+
+
+# --- hitl_periodic ----------------------------------------------------------------------------
+
+
+def test_hitl_periodic_once_expires_overdue_questions_and_records_its_heartbeat():
+    invocation = services.start("expense_approval", EXPENSE)
+    Interrupt.objects.filter(invocation=invocation).update(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+    out = StringIO()
+    call_command("hitl_periodic", "--once", stdout=out)
+    assert "expired 1 question(s), re-enqueued 0 run(s)" in out.getvalue()
+    question = Interrupt.objects.get(invocation=invocation)
+    assert question.status == InterruptStatus.EXPIRED
+    assert Invocation.objects.get(pk=invocation.pk).status == NodeStatus.FAILED  # its policy
+    (beat,) = Heartbeat.objects.filter(kind=Heartbeat.PERIODIC)
+    assert beat.name.startswith("hitl_periodic@")
+    code, _, err = status()
+    assert "periodic jobs" not in err  # they ran; the failure is what needs attention
+    assert code == 1 and "1 invocation(s) FAILED" in err
+
+
+def test_hitl_periodic_loops_until_stopped(monkeypatch):
+    rounds = []
+    monkeypatch.setattr(services, "recover_stalled", lambda: rounds.append(1) or 0)
+
+    def sleep(seconds):
+        assert seconds == 0.5
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("workflows.management.commands.hitl_periodic.time.sleep", sleep)
+    out = StringIO()
+    call_command("hitl_periodic", "--interval", "0.5", stdout=out)
+    assert len(rounds) == 3
+    assert out.getvalue().rstrip().endswith("stopped")
+
+
+# --- log records ------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("chatty_workflow")
+def test_log_records_carry_the_invocation_id_and_node_path(caplog):
+    caplog.handler.addFilter(ContextFilter())
+    caplog.set_level(logging.INFO)
+    invocation = services.start("chatty", None)
+    records = {
+        r.getMessage(): r for r in caplog.records if r.name.startswith(("tests", "workflows.nodes"))
+    }
+    plain, adapted = records["plain log call"], records["node logger call"]
+    assert plain.invocation_id == str(invocation.pk)  # set while the run task runs
+    assert adapted.invocation_id == str(invocation.pk)
+    assert adapted.node_path == "chatty@1/chatty@1"
+
+
+def test_records_outside_a_run_say_so(caplog):
+    caplog.handler.addFilter(ContextFilter())
+    caplog.set_level(logging.INFO)
+    logging.getLogger("tests.outside").info("before")
+    with log_context(invocation_id="inv-1", node_path="w@1/n@1"):
+        logging.getLogger("tests.outside").info("inside")
+    logging.getLogger("tests.outside").info("after")
+    assert [(r.invocation_id, r.node_path) for r in caplog.records] == [
+        ("-", "-"),
+        ("inv-1", "w@1/n@1"),
+        ("-", "-"),
+    ]

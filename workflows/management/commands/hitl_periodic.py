@@ -1,0 +1,54 @@
+"""The periodic jobs without Celery beat: expire overdue questions and re-enqueue stalled
+work every few seconds. For the embedded default (eager Celery, no beat); with a broker,
+run `celery beat` instead (running both is harmless, only redundant)."""
+
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError, close_old_connections
+
+from workflows import heartbeat, services
+from workflows.models import Heartbeat
+
+logger = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the periodic jobs (services.expire_overdue_interrupts and services."
+        "recover_stalled) every --interval seconds until stopped; --once runs them once."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--interval", type=float, default=30.0, help="seconds (default 30)")
+        parser.add_argument("--once", action="store_true", help="run the jobs once and exit")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        name = f"hitl_periodic@{socket.gethostname()} pid {os.getpid()}"
+        if not options["once"]:
+            self.stdout.write(f"{name}: running the periodic jobs every {options['interval']} s")
+        try:
+            while True:
+                self.run_jobs(name)
+                if options["once"]:
+                    return
+                time.sleep(options["interval"])
+        except KeyboardInterrupt:
+            self.stdout.write("stopped")
+
+    def run_jobs(self, name: str) -> None:
+        close_old_connections()
+        try:
+            expired = services.expire_overdue_interrupts()
+            recovered = services.recover_stalled()
+        except DatabaseError:
+            # A locked or unreachable database now is no reason to stop: try next round.
+            logger.exception("periodic jobs failed; trying again next round")
+            return
+        heartbeat.record(Heartbeat.PERIODIC, name)
+        if expired or recovered:
+            self.stdout.write(f"expired {expired} question(s), re-enqueued {recovered} run(s)")
