@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
@@ -101,13 +103,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return _workflow_error_response(exc)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(str(exc))
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # not an expected error: a server error that must show up as one
     if isinstance(exc, exceptions.ValidationError):
         field, message = _first_error(exc.detail)
         response.data = error_body("invalid_request", message, field, errors=exc.detail)
-    elif isinstance(exc, exceptions.APIException):
+    else:
         code = exc.get_codes()
         code = code if isinstance(code, str) else exc.default_code
         response.data = error_body(code, str(exc.detail))

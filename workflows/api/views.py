@@ -16,7 +16,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -120,7 +120,7 @@ class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
         try:
             definition = registry.get(name)
         except UnknownWorkflowError as exc:
-            raise Http404(str(exc)) from None
+            raise NotFound(str(exc), code=exc.code) from None
         return Response(self.get_serializer(self._describe(definition)).data)
 
 

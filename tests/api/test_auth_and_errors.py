@@ -1,0 +1,127 @@
+"""Authentication, throttling, the request guards every endpoint shares, and the one error
+format: `{"error": code, "detail": ..., "field": ...}` with the status the code implies."""
+
+import pytest
+from rest_framework.test import APIClient
+from rest_framework.throttling import SimpleRateThrottle
+
+from workflows.api.exceptions import STATUS_BY_CODE
+from workflows.engine import errors as engine_errors
+
+from .conftest import error_of, snapshot
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_anonymous_requests_get_401_with_a_challenge():
+    response = APIClient().get("/api/interrupts/")
+    assert error_of(response) == (401, "not_authenticated", None)
+    assert response["WWW-Authenticate"] == "Token"
+
+
+def test_a_wrong_token_gets_401():
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert error_of(client.get("/api/workflows/"))[:2] == (401, "authentication_failed")
+
+
+def test_session_authentication_works_too(operator):
+    client = APIClient()
+    client.force_login(operator)
+    assert client.get("/api/workflows/").status_code == 200
+
+
+def test_token_endpoint_exchanges_a_password_for_the_token(operator):
+    operator.set_password("s3cret-pass")
+    operator.save()
+    response = APIClient().post(
+        "/api/token/", {"username": operator.username, "password": "s3cret-pass"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.json()["token"] == operator.auth_token.key
+    refused = APIClient().post(
+        "/api/token/", {"username": operator.username, "password": "wrong"}, format="json"
+    )
+    assert error_of(refused)[:2] == (400, "invalid_request")
+
+
+def test_throttling_answers_429(api, monkeypatch):
+    monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, "user", "2/minute")
+    assert api.get("/api/workflows/").status_code == 200
+    assert api.get("/api/workflows/").status_code == 200
+    response = api.get("/api/workflows/")
+    assert error_of(response)[:2] == (429, "throttled")
+    assert int(response["Retry-After"]) > 0
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        (
+            "workflow=api_approval",
+            "application/x-www-form-urlencoded",
+            (415, "unsupported_media_type"),
+        ),
+        ("{not json", "application/json", (400, "parse_error")),
+        ('{"workflow": "api_approval", "input": NaN}', "application/json", (400, "parse_error")),
+        (
+            '{"workflow": "api_approval", "input": Infinity}',
+            "application/json",
+            (400, "parse_error"),
+        ),
+        ("[" * 50_000 + "]" * 50_000, "application/json", (400, "parse_error")),
+    ],
+    ids=["form", "malformed", "nan", "infinity", "deep"],
+)
+def test_bodies_that_are_not_plain_json_are_refused_and_change_nothing(
+    api, body, content_type, expected
+):
+    before = snapshot()
+    response = api.generic("POST", "/api/invocations/", body, content_type=content_type)
+    assert error_of(response)[:2] == expected
+    assert snapshot() == before
+
+
+def test_a_body_over_the_size_limit_is_refused_before_it_is_read(api, settings):
+    settings.HITL = {**settings.HITL, "MAX_RESPONSE_BYTES": 1000}
+    before = snapshot()
+    body = {"workflow": "api_approval", "input": {"note": "x" * 2000}}
+    response = api.post("/api/invocations/", body, format="json")
+    assert error_of(response) == (413, "payload_too_large", None)
+    assert "limit is 1000" in response.json()["detail"]
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("escaped", ["\\ud800", "nul\\u0000byte"], ids=["lone-surrogate", "nul"])
+def test_strings_no_store_can_keep_are_refused_with_400(api, escaped):
+    before = snapshot()
+    body = '{"workflow": "api_approval", "input": {"note": "' + escaped + '"}}'
+    response = api.generic("POST", "/api/invocations/", body, content_type="application/json")
+    status, code, _ = error_of(response)
+    assert (status, code) in {(400, "invalid_input"), (400, "unencodable_value")}
+    assert snapshot() == before
+
+
+def every_named_error():
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    return sorted({cls.code for cls in subclasses(engine_errors.WorkflowError)})
+
+
+def test_every_code_a_caller_can_cause_has_a_status():
+    """Errors that only happen inside a run (a node failing, a lease lost) never reach a
+    request; every other named error must map to a status, or it would answer 400 by
+    default where 404 or 409 is right."""
+    internal = {
+        "workflow_error",
+        "invalid_graph",
+        "duplicate_output",
+        "cancelled",
+        "lease_lost",
+        "node_timeout",
+    }
+    unmapped = [code for code in every_named_error() if code not in STATUS_BY_CODE]
+    assert set(unmapped) <= internal, unmapped
