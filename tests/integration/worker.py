@@ -193,15 +193,15 @@ def broker_hung(broker_url: str) -> Iterator[Any]:
 
         acceptor = threading.Thread(target=accept_until_stopped, daemon=True)
         acceptor.start()
-        try:
-            url = _on_loopback_port(broker_url, server.getsockname()[1])
-            with _app_sends_to(url, QUEUE) as app:
+        url = _on_loopback_port(broker_url, server.getsockname()[1])
+        with _app_sends_to(url, QUEUE) as app:
+            try:
                 yield app
-        finally:
-            stopped.set()
-            acceptor.join()
-            for peer in accepted:
-                peer.close()
+            finally:  # before the app lets go of its connections, which may wait on them
+                stopped.set()
+                acceptor.join()
+                for peer in accepted:
+                    peer.close()
 
 
 def queue_length(app: Any = celery_app, queue: str = QUEUE) -> int:
