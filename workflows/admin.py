@@ -40,19 +40,28 @@ from .models import (
 )
 from .registry import UnknownWorkflowError, registry
 
-# Where a waiting node links to: the approvals inbox's decision page when that app is
+# Where a pending question links to: the approvals inbox's decision page when that app is
 # installed, else the read-only interrupt page of this admin.
 DECISION_URL_NAMES = ["admin:approvals_pendingapproval_change", "admin:workflows_interrupt_change"]
 
 
 def decision_url(interrupt_id: str) -> str | None:
-    """The page where a person answers (or at least sees) the interrupt."""
+    """The page where a person answers a pending interrupt."""
     for name in DECISION_URL_NAMES:
         try:
             return reverse(name, args=[quote(interrupt_id)])
         except NoReverseMatch:
             continue
     return None
+
+
+def question_url(interrupt: Interrupt) -> str:
+    """A pending question links to where it is answered; any other to its record."""
+    if interrupt.status == InterruptStatus.PENDING:
+        url = decision_url(interrupt.id)
+        if url:
+            return url
+    return reverse("admin:workflows_interrupt_change", args=[quote(interrupt.id)])
 
 
 def pretty_json(value: Any) -> str:
@@ -112,6 +121,7 @@ def node_run_rows(node_runs: Iterable[NodeRun], now: datetime) -> list[dict[str,
             {
                 "run": run,
                 "depth": run.path.count("/"),
+                "segment": run.path.rpartition("/")[2],
                 "duration": human_duration((run.updated_at if final else now) - run.created_at),
                 "open": not final,
                 "output": None if run.output is None else pretty_json(run.output),
@@ -306,7 +316,7 @@ class InvocationAdmin(ReadOnlyAdmin):
         )
         pending = [i for i in interrupts if i.status == InterruptStatus.PENDING]
         for interrupt in interrupts:
-            interrupt.decision_url = decision_url(interrupt.id)
+            interrupt.url = question_url(interrupt)
             interrupt.response_json = (
                 None if interrupt.response is None else pretty_json(interrupt.response)
             )
