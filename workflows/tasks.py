@@ -1,8 +1,6 @@
 """Celery tasks: thin wrappers over services. Human waits never sit in the broker: a task
 exists only while there is engine work to do."""
 
-from typing import Any
-
 from celery import shared_task
 
 from . import services, webhooks
@@ -29,15 +27,10 @@ def recover_stalled() -> int:
     return services.recover_stalled()
 
 
-@shared_task(
-    name="workflows.tasks.deliver_webhook", bind=True, ignore_result=True, max_retries=None
-)
-def deliver_webhook(self: Any, delivery_id: str) -> None:
-    """One attempt at a webhook delivery; retried with exponential backoff until it is
-    delivered or HITL["WEBHOOK_MAX_ATTEMPTS"] attempts have failed (webhooks.deliver
-    counts them)."""
-    if not webhooks.deliver(delivery_id):
-        raise self.retry(countdown=webhooks.backoff(self.request.retries))
+@shared_task(name="workflows.tasks.deliver_webhook", ignore_result=True)
+def deliver_webhook(delivery_id: str) -> None:
+    """One attempt at a webhook delivery; a failed one enqueues the next after a backoff."""
+    webhooks.deliver(delivery_id)
 
 
 @shared_task(name="workflows.tasks.purge_idempotency_keys", ignore_result=True)

@@ -8,9 +8,9 @@ Webhooks format (headers webhook-id, webhook-timestamp, webhook-signature) by th
 The receivers run after the commit that caused the event (the signals fire then). They
 store one WebhookDelivery per subscribed endpoint and enqueue `deliver_webhook` for it; a
 failure there is logged and never reaches the write path that sent the signal. The task
-POSTs, records every attempt (status code, duration, error) and retries with exponential
-backoff until HITL["WEBHOOK_MAX_ATTEMPTS"]. The webhook-id is the delivery's id, the same
-on every attempt, so a receiver drops repeats by it.
+POSTs, records every attempt (status code, duration, error) and, on failure, enqueues the
+next attempt with exponential backoff until HITL["WEBHOOK_MAX_ATTEMPTS"]. The webhook-id is
+the delivery's id, the same on every attempt, so a receiver drops repeats by it.
 """
 
 from __future__ import annotations
@@ -150,12 +150,12 @@ def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int | None, str
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def deliver(delivery_id: Any) -> bool:
-    """Make one attempt at a pending delivery and record it. True when nothing is left to
-    do (delivered, given up, or gone); False when it should be retried."""
+def deliver(delivery_id: Any) -> None:
+    """Make one attempt at a pending delivery, record it, and enqueue the next attempt
+    after the backoff when it failed and attempts are left."""
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
-        return True
+        return
     body = json.dumps(delivery.payload, separators=(",", ":"))
     headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, timezone.now())
     started = time.perf_counter()
@@ -177,7 +177,9 @@ def deliver(delivery_id: Any) -> bool:
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
             attempts=F("attempts") + 1, status=delivery.status, delivered_at=delivery.delivered_at
         )
-    return delivery.status != WebhookDelivery.Status.PENDING
+    if delivery.status == WebhookDelivery.Status.PENDING:
+        # A new task rather than Celery's retry(): it works the same in eager mode.
+        _enqueue(delivery.pk, countdown=backoff(delivery.attempts - 1))
 
 
 def resend(deliveries: Iterable[WebhookDelivery]) -> int:
