@@ -1,0 +1,318 @@
+"""The approvals inbox in Django admin: "Pending approvals" lists what the user may answer;
+each item opens a decision page with a form built from its response_schema.
+
+Seeing the inbox takes `workflows.answer_interrupt`; which items show is the answer
+policy's queryset counterpart (DESIGN 4.1). Every change goes through workflows.services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from workflows import services
+from workflows.engine.errors import ResponseValidationError, WorkflowError
+from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.expressions import HasAnyElement
+from workflows.models import Decision, Interrupt, NodeRun
+from workflows.policy import ANSWER_PERMISSION, answer_policy, assignee_names, can_reassign
+
+from . import display
+from .forms import ApprovalForm, form_for, is_approval
+from .models import PendingApproval, inbox
+
+
+def _user_filter(title: str, parameter: str, condition: Any) -> type[admin.SimpleListFilter]:
+    """A yes-only list filter: `condition(request)` gives the filter kwargs/Q."""
+
+    class MineFilter(admin.SimpleListFilter):
+        def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+            return [("yes", "Yes")]
+
+        def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+            return queryset.filter(condition(request)) if self.value() == "yes" else queryset
+
+    MineFilter.title, MineFilter.parameter_name = title, parameter
+    return MineFilter
+
+
+def _assigned_to_me(request: HttpRequest) -> Any:
+    return HasAnyElement("assignees", assignee_names(request.user))
+
+
+def _claimed_by_me(request: HttpRequest) -> Any:
+    return Q(claimed_by=request.user.pk)
+
+
+def _overdue(request: HttpRequest) -> Any:
+    return Q(deadline__lte=timezone.now())
+
+
+AssignedToMeFilter = _user_filter("assigned to me", "assigned", _assigned_to_me)
+ClaimedByMeFilter = _user_filter("claimed by me", "claimed", _claimed_by_me)
+OverdueFilter = _user_filter("overdue", "overdue", _overdue)
+
+
+@admin.register(PendingApproval)
+class PendingApprovalAdmin(admin.ModelAdmin):
+    list_display = ["question", "workflow_name", "for_whom", "waited", "due", "progress"]
+    list_display_links = ["question"]
+    list_filter = ["workflow_name", AssignedToMeFilter, ClaimedByMeFilter, OverdueFilter]
+    search_fields = ["message", "payload"]
+    ordering = ["created_at"]  # oldest first: who waited longest
+    list_select_related = ["claimed_by"]
+    list_per_page = 50
+    show_full_result_count = False  # one count per page, not two, on a large inbox
+    actions = ["approve_selected", "reject_selected"]
+    change_form_template = "approvals/decision.html"
+
+    # -- who sees it -----------------------------------------------------------------------
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(ANSWER_PERMISSION)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm(ANSWER_PERMISSION)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        decided = (
+            Decision.objects.filter(interrupt=OuterRef("pk"))
+            .values("interrupt")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return inbox(request.user).annotate(decided=Coalesce(Subquery(decided), 0))
+
+    # -- columns ---------------------------------------------------------------------------
+    @admin.display(description="what is asked")
+    def question(self, obj: Interrupt) -> str:
+        return Truncator(obj.message or f"answer {obj.pk}").chars(90)
+
+    @admin.display(description="for whom")
+    def for_whom(self, obj: Interrupt) -> str:
+        who = ", ".join(obj.assignees) or "anyone who may answer"
+        if obj.claimed_by_id:
+            who += f" (claimed by {obj.claimed_by.get_username()})"
+        return who
+
+    @admin.display(description="waited", ordering="created_at")
+    def waited(self, obj: Interrupt) -> str:
+        return display.waited(obj.created_at)
+
+    @admin.display(description="due", ordering="deadline")
+    def due(self, obj: Interrupt) -> str:
+        if obj.deadline is None:
+            return display.countdown(None)
+        return format_html(
+            "{}<br><small>then {}</small>",
+            display.countdown(obj.deadline),
+            display.timeout_policy(obj.on_timeout),
+        )
+
+    @admin.display(description="approvals")
+    def progress(self, obj: Interrupt) -> str:
+        return f"{obj.decided} of {obj.quorum}" if obj.quorum > 1 else "-"
+
+    # -- bulk decisions ---------------------------------------------------------------------
+    @admin.action(description="Approve selected (where a plain yes is a valid answer)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._decide_all(request, queryset, approved=True)
+
+    @admin.action(description="Reject selected (where a plain no is a valid answer)")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._decide_all(request, queryset, approved=False)
+
+    def _decide_all(self, request: HttpRequest, queryset: QuerySet, *, approved: bool) -> None:
+        verb = "Approved" if approved else "Rejected"
+        answered, skipped = 0, []
+        for interrupt in queryset:
+            label = Truncator(interrupt.message or interrupt.pk).chars(60)
+            if not is_approval(interrupt.response_schema):
+                skipped.append(f"{label}: its answer is not a yes/no; open it to answer")
+                continue
+            try:
+                services.decide(interrupt.pk, {"approved": approved}, actor=request.user)
+                answered += 1
+            except (WorkflowError, PermissionDenied) as exc:
+                skipped.append(f"{label}: {exc}")
+        level = messages.SUCCESS if answered else messages.WARNING
+        self.message_user(request, f"{verb} {answered}; skipped {len(skipped)}.", level)
+        for reason in skipped:
+            self.message_user(request, f"Skipped {reason}", messages.WARNING)
+
+    # -- the decision page -----------------------------------------------------------------
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        interrupt = (
+            Interrupt.objects.select_related("invocation", "claimed_by")
+            .filter(pk=unquote(object_id))
+            .first()
+        )
+        if interrupt is None:
+            raise Http404(f"no interrupt {unquote(object_id)!r}")
+        may_answer = answer_policy().can_answer(request.user, interrupt)
+        may_reassign = can_reassign(request.user, interrupt)
+        if not (may_answer or may_reassign):
+            raise PermissionDenied(answer_policy().refusal(request.user, interrupt))
+        pending = interrupt.status == InterruptStatus.PENDING
+        already = interrupt.decisions.filter(actor=request.user.pk).exists()
+        form = None
+        if pending and may_answer and not already:
+            form = form_for(interrupt.response_schema)
+        if request.method == "POST":
+            action = request.POST.get("_action", "decide")
+            if action != "decide":
+                return self._mark(request, interrupt, action)
+            # Late, repeated or forbidden answers too: the service says why.
+            form = form_for(interrupt.response_schema, request.POST)
+            if form.is_valid():
+                response = self._decide(request, interrupt, form)
+                if response is not None:
+                    return response
+        return TemplateResponse(
+            request,
+            self.change_form_template,
+            {
+                **self.admin_site.each_context(request),
+                **self._page_context(request, interrupt, form),
+                "may_reassign": may_reassign and pending,
+                "already_decided": already,
+                **(extra_context or {}),
+            },
+        )
+
+    def _mark(self, request: HttpRequest, interrupt: Interrupt, action: str) -> HttpResponse:
+        """Claim, release or reassign; report the outcome and show the page again."""
+        operations = {
+            "claim": lambda: services.claim(interrupt.pk, actor=request.user),
+            "release": lambda: services.release(interrupt.pk, actor=request.user),
+            "reassign": lambda: services.reassign(
+                interrupt.pk, _assignee_list(request.POST.get("assignees", "")), actor=request.user
+            ),
+        }
+        try:
+            if action not in operations:
+                raise ResponseValidationError(interrupt.pk, "_action", f"unknown action {action!r}")
+            operations[action]()
+            self.message_user(request, f"{action.title()}: done.", messages.SUCCESS)
+        except (WorkflowError, PermissionDenied) as exc:
+            self.message_user(request, display.refusal_message(exc), messages.ERROR)
+        return HttpResponseRedirect(request.path)
+
+    def _decide(self, request: HttpRequest, interrupt: Interrupt, form: Any) -> HttpResponse | None:
+        claimed_by = interrupt.claimed_by
+        comment = form.comment if isinstance(form, ApprovalForm) else ""
+        try:
+            decision = services.decide(
+                interrupt.pk, form.response(), actor=request.user, comment=comment
+            )
+        except ResponseValidationError as exc:
+            form.add_validation_error(exc)
+            return None
+        except (WorkflowError, PermissionDenied) as exc:
+            self.message_user(request, display.refusal_message(exc), messages.ERROR)
+            return HttpResponseRedirect(request.path)
+        if claimed_by is not None and claimed_by.pk != request.user.pk:
+            self.message_user(
+                request,
+                f"{claimed_by.get_username()} had claimed this question; your decision counts.",
+                messages.WARNING,
+            )
+        self.message_user(request, _outcome_message(decision), messages.SUCCESS)
+        return HttpResponseRedirect(self._next_url(request, interrupt))
+
+    def _next_url(self, request: HttpRequest, current: Interrupt) -> str:
+        following = self.get_queryset(request).exclude(pk=current.pk).order_by("created_at")
+        next_id = following.values_list("pk", flat=True).first()
+        if next_id is None:
+            return reverse("admin:approvals_pendingapproval_changelist")
+        return reverse("admin:approvals_pendingapproval_change", args=[quote(next_id)])
+
+    def _page_context(
+        self, request: HttpRequest, interrupt: Interrupt, form: Any
+    ) -> dict[str, Any]:
+        invocation = interrupt.invocation
+        upstream = NodeRun.objects.filter(
+            invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
+        ).exclude(parent_path="")
+        return {
+            "title": interrupt.message or f"Interrupt {interrupt.pk}",
+            "opts": self.model._meta,
+            "interrupt": interrupt,
+            "invocation": invocation,
+            "payload": display.render_value(interrupt.payload),
+            "invocation_input": display.render_value(invocation.input),
+            "upstream": [(run.path, display.render_value(run.output)) for run in upstream],
+            "decisions": interrupt.decisions.select_related("actor"),
+            "form": form,
+            "is_approval": isinstance(form, ApprovalForm),
+            "media": self.media + form.media if form is not None else self.media,
+            "due": display.countdown(interrupt.deadline),
+            "on_timeout": display.timeout_policy(interrupt.on_timeout),
+            "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
+            "monitor_url": _monitor_url(invocation.pk),
+            "has_view_permission": True,
+        }
+
+    class Media:
+        css = {"all": ["approvals/approvals.css"]}
+        js = ["approvals/countdown.js"]
+
+
+def _assignee_list(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+def _monitor_url(invocation_id: Any) -> str:
+    return reverse("admin:workflows_invocation_change", args=[quote(invocation_id)])
+
+
+def _outcome_message(decision: Decision) -> str:
+    interrupt = decision.interrupt
+    if interrupt.status == InterruptStatus.RESOLVED:
+        return f"Decision recorded; “{Truncator(interrupt.message).chars(60)}” is answered."
+    remaining = interrupt.quorum - interrupt.decisions.count()
+    return f"Decision recorded; waiting for {remaining} more approval(s)."
+
+
+@admin.register(Decision)
+class DecisionAdmin(admin.ModelAdmin):
+    """Decisions are immutable: listed and shown, never changed or deleted here."""
+
+    list_display = ["interrupt", "actor", "response", "comment", "created_at"]
+    list_select_related = ["interrupt", "actor"]
+    search_fields = ["interrupt__id", "interrupt__message", "comment"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -4,6 +4,7 @@ from importlib.util import find_spec
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 
 def _module_exists(name: str) -> bool:
@@ -14,7 +15,11 @@ def _module_exists(name: str) -> bool:
 
 
 urlpatterns = [
+    # The demo's front door is the staff inbox (the login page first, when logged out).
+    path("", RedirectView.as_view(pattern_name="admin:approvals_pendingapproval_changelist")),
     path("admin/", admin.site.urls),
+    # The approvals app's pages outside admin (e-mailed decision links).
+    path("approvals/", include("approvals.urls")),
 ]
 
 # The DRF API is optional: mounted only when DRF and the api package are both installed.

@@ -5,6 +5,7 @@ dict holds RequestInput's keyword arguments (message, payload, response_schema, 
 quorum, four_eyes, ...). The workflow's output is the answer it got.
 """
 
+from datetime import timedelta
 from typing import Any
 
 from workflows import services
@@ -28,7 +29,10 @@ APPROVAL = {
 
 @node(name="question")
 def question(node_input: dict) -> RequestInput:
-    return RequestInput(**node_input["request"])
+    request = dict(node_input["request"])
+    if request.get("timeout") is not None:
+        request["timeout"] = timedelta(seconds=request["timeout"])
+    return RequestInput(**request)
 
 
 @node
@@ -44,5 +48,7 @@ def ask(user: Any = None, **request: Any) -> Interrupt:
     """Start the asking workflow; return its pending interrupt."""
     request.setdefault("message", "Approve?")
     request.setdefault("response_schema", APPROVAL)
+    if isinstance(request.get("timeout"), timedelta):  # the input travels as JSON
+        request["timeout"] = request["timeout"].total_seconds()
     invocation = services.start(WORKFLOW, {"request": request}, user=user)
     return Interrupt.objects.select_related("invocation").get(invocation=invocation)

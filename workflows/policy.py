@@ -30,9 +30,15 @@ REASSIGN_PERMISSION = "workflows.reassign_interrupt"
 
 
 def assignee_names(user: Any) -> list[str]:
-    """The assignee strings that name `user`: "user:<username>" and one per group."""
-    groups = user.groups.values_list("name", flat=True)
-    return [f"user:{user.get_username()}", *(f"group:{name}" for name in groups)]
+    """The assignee strings that name `user`: "user:<username>" and one per group.
+    Cached on the user object for its lifetime (a request), like Django's permissions."""
+    if not hasattr(user, "_hitl_assignee_names"):
+        groups = user.groups.values_list("name", flat=True)
+        user._hitl_assignee_names = [
+            f"user:{user.get_username()}",
+            *(f"group:{name}" for name in groups),
+        ]
+    return user._hitl_assignee_names
 
 
 class AssigneePolicy:

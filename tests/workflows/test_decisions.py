@@ -143,6 +143,7 @@ def test_the_rule_refuses_with_permission_denied():
         "root is not among the assignees",
     )
     Group.objects.create(name="finance").user_set.add(outsider)
+    outsider = type(outsider).objects.get(pk=outsider.pk)  # groups are cached per object
     services.decide(assigned.pk, {"approved": True}, actor=outsider)
     assert finished(assigned).status == NodeStatus.COMPLETED
 

@@ -1,0 +1,123 @@
+"""The "Pending approvals" list: who sees what, filters, search, ordering, columns, the
+count on the admin index, and a constant number of queries as the list grows."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from tests.approvals.conftest import INBOX
+from tests.asking import ask
+from tests.factories import ApproverFactory, UserFactory
+from workflows import services
+from workflows.models import Interrupt
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def listed(response) -> list[str]:
+    return [row.pk for row in response.context["cl"].result_list]
+
+
+def test_lists_only_pending_questions_the_user_may_answer(login, approver):
+    mine = ask(message="For alice", assignees=["user:alice"])
+    open_to_all = ask(message="For anyone")
+    ask(message="For bob", assignees=["user:bob"])
+    answered = ask(message="Done already")
+    services.decide(answered.pk, {"approved": True}, actor=ApproverFactory())
+    response = login(approver).get(INBOX)
+    assert response.status_code == 200
+    assert sorted(listed(response)) == sorted([mine.pk, open_to_all.pk])
+    assert b"For bob" not in response.content
+
+
+def test_a_group_assignment_and_a_decision_already_made(login, approver):
+    Group.objects.create(name="finance").user_set.add(approver)
+    for_finance = ask(assignees=["group:finance"], quorum=2)
+    services.decide(for_finance.pk, {"approved": True}, actor=approver)
+    other = ask(assignees=["group:finance"], quorum=2)
+    assert listed(login(approver).get(INBOX)) == [other.pk]
+
+
+def test_staff_without_the_permission_see_nothing(login):
+    ask()
+    staff = UserFactory(is_staff=True)
+    client = login(staff)
+    assert client.get(INBOX).status_code == 403
+    index = client.get("/admin/")
+    assert b"Pending approvals" not in index.content
+
+
+def test_admin_index_links_the_inbox_with_the_users_count(login, approver):
+    ask(assignees=["user:alice"])
+    ask()
+    ask(assignees=["user:bob"])
+    index = login(approver).get("/admin/")
+    assert b'href="/admin/approvals/pendingapproval/">Pending approvals: 2</a>' in index.content
+
+
+def test_filters_search_and_ordering(login, approver):
+    bob = ApproverFactory(username="bob")
+    now = timezone.now()
+    first = ask(
+        message="Pay invoice 17", payload={"vendor": "ACME"}, assignees=["user:alice", "user:bob"]
+    )
+    second = ask(message="Hire a contractor", payload={"vendor": "Globex"})
+    third = ask(message="Buy laptops", payload={"vendor": "Initech"}, timeout=timedelta(hours=1))
+    Interrupt.objects.filter(pk=third.pk).update(deadline=now - timedelta(minutes=5))
+    services.claim(second.pk, actor=approver)
+    services.claim(first.pk, actor=bob)
+    client = login(approver)
+    assert listed(client.get(INBOX)) == [first.pk, second.pk, third.pk]  # oldest first
+    assert listed(client.get(INBOX, {"o": "-4"})) == [third.pk, second.pk, first.pk]
+    assert listed(client.get(INBOX, {"assigned": "yes"})) == [first.pk]
+    assert listed(client.get(INBOX, {"claimed": "yes"})) == [second.pk]
+    assert listed(client.get(INBOX, {"overdue": "yes"})) == [third.pk]
+    assert listed(client.get(INBOX, {"q": "globex"})) == [second.pk]
+    assert listed(client.get(INBOX, {"q": "invoice"})) == [first.pk]
+    assert listed(client.get(INBOX, {"workflow_name": "hitl_test_ask"})) == [
+        first.pk,
+        second.pk,
+        third.pk,
+    ]
+
+
+def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
+    ask(
+        message="Approve the budget",
+        assignees=["user:alice", "group:ops"],
+        quorum=2,
+        timeout=timedelta(hours=3),
+        on_timeout={"approved": False},
+    )
+    ask(message="Overdue one", timeout=timedelta(seconds=1))
+    Interrupt.objects.filter(message="Overdue one").update(
+        deadline=timezone.now() - timedelta(minutes=10)
+    )
+    page = login(approver).get(INBOX).content.decode()
+    assert "Approve the budget" in page
+    assert "user:alice, group:ops" in page
+    assert "0 of 2" in page
+    assert "in 2\xa0hours" in page or "in 3\xa0hours" in page
+    assert "then answered with" in page
+    assert "overdue by 10\xa0minutes" in page
+    assert "then the invocation fails" in page
+    assert 'class="hitl-deadline"' in page
+
+
+@pytest.mark.parametrize("rows", [5, 50])
+def test_the_list_takes_the_same_queries_at_5_and_50_rows(
+    rows, login, approver, django_assert_num_queries
+):
+    bob = ApproverFactory(username="bob")
+    for n in range(rows):
+        interrupt = ask(message=f"Question {n}", quorum=2, assignees=["user:alice", "user:bob"])
+        if n % 2:
+            services.claim(interrupt.pk, actor=bob)
+    client = login(approver)
+    client.get(INBOX)  # warm the session and permission caches alike for both sizes
+    # session, user, permissions x2, groups, count, page, workflow filter choices
+    with django_assert_num_queries(8):
+        response = client.get(INBOX)
+    assert len(listed(response)) == rows
