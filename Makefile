@@ -1,6 +1,7 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PORT ?= 8000
 
 .PHONY: venv demo test lint format bench clean
 
@@ -14,7 +15,8 @@ $(STAMP): requirements/base.txt requirements/dev.txt pyproject.toml
 demo: venv
 	$(PYTHON) manage.py migrate
 	$(PYTHON) manage.py seed_demo
-	$(PYTHON) manage.py runserver 127.0.0.1:8000
+	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
+	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run

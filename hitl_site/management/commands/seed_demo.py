@@ -1,48 +1,121 @@
-"""Create the demo login and a few invocations waiting for approval."""
+"""Demo data for `make demo`: two logins and invocations of the three demo workflows, some
+waiting for an answer, some answered, so the inbox and the monitor have something to show.
+
+A command of the demo project, not of the reusable app: it creates users with known
+passwords, which no real project should get by installing `workflows`.
+"""
 
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.contrib.auth.models import Group, Permission
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS
 from workflows import services
 from workflows.models import Interrupt, Invocation
 
+# username, password, superuser
+LOGINS = [("approver", "approver", False), ("admin", "admin", True)]
+GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS)]
+# What a staff approver needs besides its groups: the inbox and the monitor, read-only.
+APPROVER_PERMISSIONS = [
+    "workflows.answer_interrupt",
+    "workflows.view_invocation",
+    "workflows.view_interrupt",
+    "workflows.view_decision",
+]
+
 EXPENSES = [
     {"employee": "Ada", "amount": 420.0, "purpose": "conference travel"},
-    {"employee": "Grace", "amount": 89.5, "purpose": "books"},
-    {"employee": "Linus", "amount": 1250.0, "purpose": "laptop"},
+    {"employee": "Grace", "amount": 89.5, "purpose": "books"},  # approved without asking
+    {"employee": "Linus", "amount": 2500.0, "purpose": "laptop"},  # manager and finance
+    {"employee": "Margaret", "amount": 640.0, "purpose": "team dinner"},
+]
+REJECTED_EXPENSE = {"employee": "Alan", "amount": 300.0, "purpose": "taxi"}
+POSTS = [
+    "Our new office opens on Monday!",
+    "BUY CHEAP WATCHES http://spam.example",
+    "Photos from the team offsite",
+    "Does anyone have the slides from Friday?",
+]
+DOCUMENTS = [
+    {"title": "Supplier contract", "brief": "terms for the new supplier"},
+    {"title": "Holiday policy", "brief": "how leave is requested and approved"},
 ]
 
 
+def permission(dotted: str) -> Permission:
+    app_label, codename = dotted.split(".")
+    try:
+        return Permission.objects.get(content_type__app_label=app_label, codename=codename)
+    except Permission.DoesNotExist:
+        raise CommandError(f"permission {dotted} does not exist: run migrate first") from None
+
+
 class Command(BaseCommand):
-    help = "Create the demo staff login (demo/demo) and seed demo invocations."
+    help = (
+        "Create the demo logins (approver/approver: staff, not superuser; admin/admin) and "
+        "seed invocations of the demo workflows."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        user_model = get_user_model()
-        user, created = user_model.objects.get_or_create(
-            username="demo", defaults={"is_staff": True, "is_superuser": True}
-        )
-        if created:
-            user.set_password("demo")
-            user.save()
-            self.stdout.write("Created the staff login demo / demo.")
+        users = self.logins()
         if Invocation.objects.exists():
             self.stdout.write("Demo invocations exist already; nothing seeded.")
-            return
-        for expense in EXPENSES:
-            services.start("expense_approval", expense, user=user)
-        services.start("document_signoff", {"title": "Supplier contract"}, user=user)
-        # One finished example, answered through the same path as the admin and the API.
-        finished = services.start(
-            "expense_approval", {"employee": "Ken", "amount": 42.0}, user=user
-        )
-        question = Interrupt.objects.get(invocation=finished)
-        services.submit_function_responses(
-            [{"id": question.id, "name": "manager_approval", "response": {"approved": True}}],
-            actor=user,
-        )
+        else:
+            self.seed(users["admin"])
         waiting = Interrupt.objects.filter(status="pending").count()
         self.stdout.write(
-            self.style.SUCCESS(f"Seeded 5 invocations; {waiting} questions wait for an answer.")
+            self.style.SUCCESS(
+                f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
+                "answer.\nLogins: approver / approver (staff approver, not a superuser; "
+                "groups managers, finance, moderators, editors) and admin / admin (superuser)."
+            )
         )
+
+    @transaction.atomic
+    def logins(self) -> dict[str, Any]:
+        groups = [Group.objects.get_or_create(name=name)[0] for name in GROUPS]
+        granted = [permission(name) for name in APPROVER_PERMISSIONS]
+        users = {}
+        for username, password, superuser in LOGINS:
+            user, created = get_user_model().objects.get_or_create(
+                username=username, defaults={"is_staff": True, "is_superuser": superuser}
+            )
+            if created:
+                user.set_password(password)
+                user.save()
+                self.stdout.write(f"Created the login {username} / {password}.")
+            # Assignees bind superusers too: both logins are in every demo group.
+            user.groups.add(*groups)
+            if not superuser:
+                user.user_permissions.add(*granted)
+            users[username] = user
+        return users
+
+    def seed(self, admin: Any) -> None:
+        """Everything through workflows.services, as the admin, the API and workers do."""
+        for expense in EXPENSES:
+            services.start("expense_approval", expense, user=admin)
+        large = Invocation.objects.get(input__employee="Linus")
+        self.decide(large, "finance_approval", {"approved": True}, admin, "budgeted in Q3")
+
+        rejected = services.start("expense_approval", REJECTED_EXPENSE, user=admin)
+        self.decide(rejected, "manager_approval", {"approved": False}, admin, "no receipt")
+
+        moderation = services.start("content_moderation", {"posts": POSTS}, user=admin)
+        first_post = moderation.interrupts.order_by("path").first()
+        services.decide(first_post.id, {"decision": "publish"}, actor=admin)
+
+        revised = services.start("document_drafting", DOCUMENTS[0], user=admin)
+        services.start("document_drafting", DOCUMENTS[1], user=admin)
+        self.decide(revised, "review", {"approved": False}, admin, "add the termination clause")
+
+    @staticmethod
+    def decide(
+        invocation: Invocation, node: str, response: dict, actor: Any, comment: str
+    ) -> None:
+        question = invocation.interrupts.get(status="pending", path__contains=f"/{node}@")
+        services.decide(question.id, {**response, "comment": comment}, actor=actor)
