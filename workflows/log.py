@@ -2,7 +2,8 @@
 
 - `ContextFilter` gives every record `invocation_id` and `node_path` attributes ("-" when
   unknown), so a formatter can print `%(invocation_id)s %(node_path)s`. Add it to your
-  handlers (docs/deployment.md shows the LOGGING dict).
+  handlers (docs/deployment.md shows the LOGGING dict); a Celery worker's own handlers get
+  it automatically.
 - While a worker runs `workflows.tasks.run_invocation`, the invocation id is known to every
   log call (Celery's task signals set it; connected in WorkflowsConfig.ready()).
 - Inside a node, `node_logger(ctx)` is a logger whose records carry that node's path.
@@ -81,8 +82,20 @@ def on_task_postrun(sender: Any = None, task_id: str = "", **kwargs: Any) -> Non
         invocation_id_var.reset(token)
 
 
+def on_celery_logging_set_up(logger: logging.Logger | None = None, **kwargs: Any) -> None:
+    """Celery replaces the handlers of a worker's loggers: give the new ones the filter, so
+    CELERY_WORKER_LOG_FORMAT may use %(invocation_id)s and %(node_path)s."""
+    for handler in getattr(logger, "handlers", []):
+        if not any(isinstance(f, ContextFilter) for f in handler.filters):
+            handler.addFilter(ContextFilter())
+
+
 def connect() -> None:
     from celery import signals
 
     signals.task_prerun.connect(on_task_prerun, dispatch_uid="hitl-log-prerun")
     signals.task_postrun.connect(on_task_postrun, dispatch_uid="hitl-log-postrun")
+    signals.after_setup_logger.connect(on_celery_logging_set_up, dispatch_uid="hitl-log-setup")
+    signals.after_setup_task_logger.connect(
+        on_celery_logging_set_up, dispatch_uid="hitl-log-task-setup"
+    )
