@@ -16,27 +16,13 @@ from workflows.engine.status import NodeStatus
 from workflows.models import Invocation, NodeRun
 from workflows.tasks import run_invocation
 
-from .workflows import read_journal
+from .workflows import body_runs, read_journal
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker]
 
 LEASE = 10  # seconds: the default of HITL["LEASE_SECONDS"], pinned
 BODY = 25  # seconds the slow node sleeps: 2.5 leases
 RECOVERY_TICK = 1.0  # how often recovery runs here (beat's default is far rarer)
-
-
-def executions(journal: str, node_name: str) -> list[tuple[int, float, float | None]]:
-    """(pid, start, end) of each execution of a node's body; end None if it never ended."""
-    runs: list[tuple[int, float, float | None]] = []
-    for entry in read_journal(journal):
-        if entry["node"] != node_name:
-            continue
-        if entry["what"] == "start":
-            runs.append((entry["pid"], entry["at"], None))
-        else:
-            index = max(i for i, run in enumerate(runs) if run[0] == entry["pid"])
-            runs[index] = (entry["pid"], runs[index][1], entry["at"])
-    return runs
 
 
 def test_node_slower_than_its_lease_runs_once_with_two_workers_and_recovery(
@@ -48,7 +34,7 @@ def test_node_slower_than_its_lease_runs_once_with_two_workers_and_recovery(
     # Recovery treats anything unleased and quiet for a second as stalled.
     with override_settings(HITL={"LEASE_SECONDS": LEASE, "STALLED_AFTER_SECONDS": 1}):
         invocation = services.start("reliability_slow_step", {"journal": journal, "seconds": BODY})
-        wait_for(lambda: executions(journal, "slow"), what="the slow body to start")
+        wait_for(lambda: body_runs(journal, "slow"), what="the slow body to start")
         # A second delivery of the run task (a redelivery, or the run of a concurrent
         # answer) reaches the other worker while the body runs.
         run_invocation.apply_async(args=[str(invocation.pk)])
@@ -63,7 +49,7 @@ def test_node_slower_than_its_lease_runs_once_with_two_workers_and_recovery(
                 finished, timeout=BODY + 3 * LEASE, interval=RECOVERY_TICK, what="the invocation"
             )
         finally:
-            runs = executions(journal, "slow")
+            runs = body_runs(journal, "slow")
             assert len(runs) == 1, f"the slow body started once, not {len(runs)} times: {runs}"
     (pid, started, ended) = runs[0]
     assert ended is not None and ended - started >= BODY

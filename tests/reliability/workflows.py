@@ -38,6 +38,20 @@ def read_journal(journal: str) -> list[dict[str, Any]]:
         return []
 
 
+def body_runs(journal: str, node_name: str) -> list[tuple[int, float, float | None]]:
+    """(pid, start, end) of each execution of a node's body; end None if it never ended."""
+    runs: list[tuple[int, float, float | None]] = []
+    for entry in read_journal(journal):
+        if entry["node"] != node_name:
+            continue
+        if entry["what"] == "start":
+            runs.append((entry["pid"], entry["at"], None))
+        else:
+            index = max(i for i, run in enumerate(runs) if run[0] == entry["pid"])
+            runs[index] = (entry["pid"], runs[index][1], entry["at"])
+    return runs
+
+
 @node
 def prepare(node_input: dict) -> dict:
     note(node_input["journal"], "prepare", "ran")
