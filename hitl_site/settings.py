@@ -160,6 +160,10 @@ else:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker's log lines name the invocation and node path they belong to (workflows.log).
+CELERY_WORKER_LOG_FORMAT = (
+    "[%(asctime)s: %(levelname)s/%(processName)s] [%(invocation_id)s %(node_path)s] %(message)s"
+)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 CELERY_BEAT_SCHEDULE = {
@@ -225,11 +229,16 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Each line names its invocation and node path ("-" outside of one): workflows.log.
+    "filters": {"hitl": {"()": "workflows.log.ContextFilter"}},
     "formatters": {
-        "simple": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "simple": {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(invocation_id)s %(node_path)s]: "
+            "%(message)s"
+        },
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "simple"},
+        "console": {"class": "logging.StreamHandler", "formatter": "simple", "filters": ["hitl"]},
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
