@@ -16,6 +16,9 @@ demo: venv
 	$(PYTHON) manage.py migrate
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
+	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
+	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
+	trap 'kill $$periodic 2>/dev/null' EXIT; \
 	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
 
 test: venv
@@ -42,6 +45,8 @@ bench: venv
 		fi; \
 	done
 
+# Also resets the demo: its SQLite database goes (the next `make demo` seeds a fresh one).
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
