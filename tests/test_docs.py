@@ -1,26 +1,30 @@
-"""The code in docs/engine.md runs, in order, as a reader would paste it."""
+"""The code in docs/engine.md and docs/concepts.md runs, in order, as a reader would
+paste it."""
 
 import ast
 import asyncio
 import re
 from pathlib import Path
 
-ENGINE_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "engine.md"
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_engine_guide_samples_run():
-    blocks = python_blocks(ENGINE_GUIDE.read_text())
-    assert len(blocks) >= 5
-    namespace: dict = {"__name__": "engine_guide"}
+@pytest.mark.parametrize(("page", "at_least"), [("engine.md", 5), ("concepts.md", 3)])
+def test_guide_samples_run(page: str, at_least: int) -> None:
+    blocks = python_blocks((DOCS / page).read_text())
+    assert len(blocks) >= at_least
+    namespace: dict = {"__name__": page}
 
     async def run_all() -> None:
         for number, block in enumerate(blocks, start=1):
             code = compile(
-                block, f"engine.md block {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                block, f"{page} block {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
             )
             result = eval(code, namespace)
             if asyncio.iscoroutine(result):
