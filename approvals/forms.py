@@ -19,14 +19,15 @@ from datetime import date, datetime
 from typing import Any
 
 from django import forms
-from django_jsonform.forms.fields import JSONFormField
+from django_jsonform.widgets import JSONFormWidget
 
 from workflows.engine.errors import ResponseValidationError
 
 SEPARATOR = "__"  # nested property "address" > "city" is the field "address__city"
 ROOT = "response"  # the one field of a schema whose answer is not an object
-# What the JSON editor edits when the interrupt gave no schema: an object of any keys.
-ANY_OBJECT = {"type": "object", "keys": {}, "additionalProperties": True}
+# What the JSON editor edits when the interrupt gave no schema: an object of any keys
+# (django-jsonform's "dict"; its values are text in the editor).
+ANY_OBJECT = {"type": "dict"}
 # Properties the approval service owns; no person fills them in.
 SERVICE_OWNED = {"decisions"}
 
@@ -94,7 +95,9 @@ def field_for(name: str, schema: dict[str, Any], required: bool) -> forms.Field:
             widget=forms.CheckboxSelectMultiple,
             **common,
         )
-    return JSONFormField(schema=schema or ANY_OBJECT, **common)
+    # The editor is django-jsonform's; the answer is validated against the real schema by
+    # services.decide (jsonschema), not by django-jsonform's narrower schema dialect.
+    return forms.JSONField(widget=JSONFormWidget(schema=schema or ANY_OBJECT), **common)
 
 
 def _is_nested_object(schema: dict[str, Any]) -> bool:

@@ -27,6 +27,11 @@ APPROVAL = {
 }
 
 
+@node
+def prepare(node_input: dict) -> dict:
+    return {**node_input, "prepared": True}
+
+
 @node(name="question")
 def question(node_input: dict) -> RequestInput:
     request = dict(node_input["request"])
@@ -41,7 +46,7 @@ def answered(node_input: Any) -> Any:
 
 
 if WORKFLOW not in {d.name for d in registry.definitions()}:
-    registry.register(Workflow(name=WORKFLOW, edges=[("START", question, answered)]))
+    registry.register(Workflow(name=WORKFLOW, edges=[("START", prepare, question, answered)]))
 
 
 def ask(user: Any = None, **request: Any) -> Interrupt:

@@ -1,0 +1,218 @@
+"""The decision page through Django's test client: what it shows, deciding through the
+generated form, each refusal, claim/release/reassign, and the bulk actions."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.messages import get_messages
+
+from tests.approvals.conftest import INBOX, decision_url
+from tests.asking import APPROVAL, ask
+from tests.factories import ApproverFactory, UserFactory, grant_answer
+from workflows import services
+from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.models import Decision, Interrupt, Invocation
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def status_of(interrupt) -> tuple[str, str]:
+    interrupt.refresh_from_db()
+    invocation = Invocation.objects.get(pk=interrupt.invocation_id)
+    return interrupt.status, invocation.status
+
+
+def test_the_page_shows_the_question_readably_with_its_context(login, approver):
+    starter = UserFactory(username="sam")
+    interrupt = ask(
+        user=starter,
+        message="Approve the trip to Oslo?",
+        payload={"traveller": "Ada", "costs": {"flight": 420, "hotel": 300}, "nights": [1, 2]},
+    )
+    earlier = ApproverFactory(username="earl")
+    Interrupt.objects.filter(pk=interrupt.pk).update(quorum=2)
+    services.decide(interrupt.pk, {"approved": True, "comment": "go"}, actor=earlier)
+    page = login(approver).get(decision_url(interrupt)).content.decode()
+    assert "Approve the trip to Oslo?" in page
+    assert '<table class="hitl-value"><tr><th>' in page
+    assert "<tr><th>traveller</th><td>Ada</td></tr>" in page
+    assert "<details><summary>2 field(s)</summary>" in page  # nested costs, folded
+    assert '"flight": 420' not in page  # never raw JSON
+    assert "hitl_test_ask" in page and "started by sam" in page
+    assert "hitl_test_ask@1/prepare@1" in page  # an upstream node's output
+    assert '<th>prepared</th><td><span class="bool">yes</span></td>' in page
+    assert "earl" in page and "go" in page  # the earlier decision
+    assert 'id="approve"' in page and 'id="reject"' in page
+    scripts = re.findall(r'<script[^>]+src="([^"]+)"', page)
+    assert scripts and all(src.startswith("/static/") for src in scripts), "no CDN"
+
+
+def test_approve_answers_and_opens_the_next_question(login, approver):
+    first = ask(message="First")
+    second = ask(message="Second")
+    client = login(approver)
+    response = client.post(decision_url(first), {"decision": "approve", "comment": "fine"})
+    assert response.status_code == 302
+    assert response["Location"] == decision_url(second)
+    assert any("is answered" in m for m in messages_of(response))
+    assert status_of(first) == (InterruptStatus.RESOLVED, NodeStatus.COMPLETED)
+    assert Invocation.objects.get(pk=first.invocation_id).output == {
+        "approved": True,
+        "comment": "fine",
+    }
+    response = client.post(decision_url(second), {"decision": "reject"})
+    assert response["Location"] == INBOX
+    assert Invocation.objects.get(pk=second.invocation_id).output == {"approved": False}
+
+
+def test_a_generated_form_answers_a_structured_question(login, approver):
+    schema = {
+        "type": "object",
+        "properties": {
+            "grade": {"enum": ["A", "B", "C"], "title": "Grade"},
+            "reviewed_on": {"type": "string", "format": "date"},
+            "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        },
+        "required": ["grade", "score"],
+    }
+    interrupt = ask(message="Grade the essay", response_schema=schema)
+    client = login(approver)
+    page = client.get(decision_url(interrupt)).content.decode()
+    assert 'type="date"' in page and "Submit answer" in page
+    response = client.post(
+        decision_url(interrupt), {"grade": '"B"', "reviewed_on": "2026-11-30", "score": "7"}
+    )
+    assert response.status_code == 302
+    assert Invocation.objects.get(pk=interrupt.invocation_id).output == {
+        "grade": "B",
+        "reviewed_on": "2026-11-30",
+        "score": 7,
+    }
+
+
+def test_a_schema_error_shows_on_its_field_and_changes_nothing(login, approver):
+    schema = {
+        **APPROVAL,
+        "if": {"properties": {"approved": {"const": False}}},
+        "then": {"required": ["comment"]},
+        "properties": {
+            **APPROVAL["properties"],
+            "comment": {"type": "string", "pattern": "^[A-Z]"},
+        },
+    }
+    interrupt = ask(response_schema=schema)
+    client = login(approver)
+    response = client.post(decision_url(interrupt), {"decision": "reject", "comment": ""})
+    assert response.status_code == 200
+    assert "comment" in response.context["form"].errors
+    response = client.post(decision_url(interrupt), {"decision": "approve", "comment": "lower"})
+    assert "does not match" in response.context["form"].errors["comment"][0]
+    assert not Decision.objects.exists()
+    assert status_of(interrupt) == (InterruptStatus.PENDING, NodeStatus.WAITING)
+
+
+def test_a_late_answer_is_told_so_and_recorded_nowhere(login, approver):
+    interrupt = ask()
+    client = login(approver)
+    client.get(decision_url(interrupt))
+    services.decide(interrupt.pk, {"approved": False}, actor=ApproverFactory())
+    response = client.post(decision_url(interrupt), {"decision": "approve"}, follow=True)
+    assert any("Too late" in m for m in messages_of(response))
+    assert not Decision.objects.filter(actor=approver).exists()
+
+
+def test_a_second_decision_by_the_same_person_is_refused(login, approver):
+    interrupt = ask(quorum=2)
+    client = login(approver)
+    client.post(decision_url(interrupt), {"decision": "approve"})
+    page = client.get(decision_url(interrupt)).content.decode()
+    assert "You decided on this question" in page and 'id="approve"' not in page
+    response = client.post(decision_url(interrupt), {"decision": "approve"}, follow=True)
+    assert any("one decision per person" in m for m in messages_of(response))
+    assert Decision.objects.count() == 1
+
+
+def test_who_may_not_answer_gets_403(login, approver):
+    starter = ApproverFactory(username="starter")
+    four_eyes = ask(user=starter, four_eyes=True)
+    for_bob = ask(assignees=["user:bob"])
+    staff = UserFactory(is_staff=True)
+    assert login(staff).get(decision_url(four_eyes)).status_code == 403
+    assert login(starter).get(decision_url(four_eyes)).status_code == 403
+    assert login(starter).post(decision_url(four_eyes), {"decision": "approve"}).status_code == 403
+    assert login(approver).get(decision_url(for_bob)).status_code == 403
+    assert login(approver).get(decision_url(four_eyes)).status_code == 200
+    assert not Decision.objects.exists()
+
+
+def test_claim_release_and_a_decision_over_someone_elses_claim(login, approver):
+    interrupt = ask()
+    bob = ApproverFactory(username="bob")
+    client = login(approver)
+    client.post(decision_url(interrupt), {"_action": "claim"})
+    assert Interrupt.objects.get(pk=interrupt.pk).claimed_by == approver
+    client = login(bob)
+    page = client.get(decision_url(interrupt)).content.decode()
+    assert "Claimed by alice" in page and "You may still decide" in page
+    response = client.post(decision_url(interrupt), {"_action": "release"}, follow=True)
+    assert any("only they or a supervisor" in m for m in messages_of(response))
+    response = client.post(decision_url(interrupt), {"decision": "approve"})
+    assert any("alice had claimed this question" in m for m in messages_of(response))
+    assert status_of(interrupt)[0] == InterruptStatus.RESOLVED
+
+
+def test_reassign_from_the_page(login, approver):
+    ApproverFactory(username="bob")
+    interrupt = ask(assignees=["user:alice"])
+    client = login(approver)
+    response = client.post(
+        decision_url(interrupt), {"_action": "reassign", "assignees": "user:nobody"}, follow=True
+    )
+    assert any("no such user:nobody" in m for m in messages_of(response))
+    client.post(decision_url(interrupt), {"_action": "reassign", "assignees": "user:bob, group:x"})
+    assert Interrupt.objects.get(pk=interrupt.pk).assignees == ["user:alice"]  # group:x unknown
+    client.post(decision_url(interrupt), {"_action": "reassign", "assignees": "user:bob"})
+    assert Interrupt.objects.get(pk=interrupt.pk).assignees == ["user:bob"]
+    assert client.get(decision_url(interrupt)).status_code == 403  # alice handed it over
+    supervisor = grant_answer(UserFactory(is_staff=True), "answer_interrupt", "reassign_interrupt")
+    page = login(supervisor).get(decision_url(interrupt)).content.decode()
+    assert "Reassign to" in page and 'id="approve"' not in page
+
+
+def test_an_expired_question_shows_the_timeout_policy_applied(login, approver):
+    interrupt = ask(timeout=timedelta(hours=1), on_timeout={"approved": False})
+    fails = ask(timeout=timedelta(hours=1))
+    Interrupt.objects.update(deadline=interrupt.created_at - timedelta(seconds=1))
+    assert services.expire_overdue_interrupts() == 2
+    client = login(approver)
+    page = client.get(decision_url(interrupt)).content.decode()
+    assert "Expired" in page and "answered with" in page and "the timeout policy applied" in page
+    assert 'id="approve"' not in page
+    assert "the invocation fails" in client.get(decision_url(fails)).content.decode()
+
+
+def test_bulk_approve_answers_what_it_can_and_says_why_it_skipped(login, approver):
+    plain = ask(message="Plain yes/no")
+    graded = ask(message="Needs a grade", response_schema={"enum": ["A", "B"]})
+    needs_comment = ask(
+        message="Needs a comment", response_schema={**APPROVAL, "required": ["approved", "comment"]}
+    )
+    response = login(approver).post(
+        INBOX,
+        {
+            "action": "approve_selected",
+            "_selected_action": [plain.pk, graded.pk, needs_comment.pk],
+        },
+        follow=True,
+    )
+    shown = messages_of(response)
+    assert "Approved 1; skipped 2." in shown
+    assert any("Needs a grade: its answer is not a yes/no" in m for m in shown)
+    assert any("Needs a comment" in m and "'comment' is a required property" in m for m in shown)
+    assert status_of(plain)[0] == InterruptStatus.RESOLVED
+    assert status_of(graded)[0] == status_of(needs_comment)[0] == InterruptStatus.PENDING
