@@ -10,6 +10,9 @@ import os
 from hitl_site.settings import *  # noqa: F403
 from hitl_site.settings import HITL
 
-HITL = {**HITL, "WORKFLOW_MODULES": [*HITL["WORKFLOW_MODULES"], "tests.reliability.workflows"]}
+HITL = {
+    **HITL,
+    "WORKFLOW_MODULES": [*HITL.get("WORKFLOW_MODULES", []), "tests.reliability.workflows"],
+}
 if os.environ.get("HITL_TEST_LEASE_SECONDS"):
     HITL["LEASE_SECONDS"] = float(os.environ["HITL_TEST_LEASE_SECONDS"])
