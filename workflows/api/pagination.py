@@ -1,17 +1,40 @@
 """Pagination of the API lists: pages with a count for the lists, a cursor for events
-(an append-only history a client follows)."""
+(an append-only history a client follows). A page_size outside 1..max_page_size is a
+400, not silently the default."""
 
+from typing import Any
+
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.request import Request
 
 
-class PagePagination(PageNumberPagination):
-    page_size = 50
+class StrictPageSize:
     page_size_query_param = "page_size"
+    max_page_size: int
+
+    def get_page_size(self, request: Request) -> Any:
+        given = request.query_params.get(self.page_size_query_param)
+        if given is not None and not (given.isdigit() and 1 <= int(given) <= self.max_page_size):
+            raise ValidationError(
+                {self.page_size_query_param: f"an integer from 1 to {self.max_page_size}"}
+            )
+        return super().get_page_size(request)  # type: ignore[misc]
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)  # type: ignore[misc]
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update(minimum=1, maximum=self.max_page_size)
+        return parameters
+
+
+class PagePagination(StrictPageSize, PageNumberPagination):
+    page_size = 50
     max_page_size = 500
 
 
-class EventCursorPagination(CursorPagination):
+class EventCursorPagination(StrictPageSize, CursorPagination):
     ordering = "id"
     page_size = 100
-    page_size_query_param = "page_size"
     max_page_size = 1000

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
+from ..registry import registry
 from .idempotency import HEADER, MAX_KEY_LENGTH
 from .serializers import ErrorSerializer
 
@@ -44,3 +48,13 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
         code: OpenApiResponse(ErrorSerializer, description=ERROR_DESCRIPTIONS[code])
         for code in statuses
     }
+
+
+class WorkflowNameFieldExtension(OpenApiSerializerFieldExtension):
+    """Documents a workflow name as an enum of the workflows registered now."""
+
+    target_class = "workflows.api.serializers.WorkflowNameField"
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        names = [definition.name for definition in registry.definitions()]
+        return {"type": "string", "enum": names, "description": "A registered workflow name."}

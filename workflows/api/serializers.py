@@ -53,8 +53,8 @@ class WorkflowSerializer(serializers.Serializer):
 
 class InterruptSummarySerializer(serializers.ModelSerializer):
     workflow = serializers.CharField(source="workflow_name")
-    claimed_by = serializers.PrimaryKeyRelatedField(read_only=True)
-    resolved_by = serializers.PrimaryKeyRelatedField(read_only=True)
+    claimed_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    resolved_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Interrupt
@@ -115,7 +115,7 @@ class InvocationSerializer(serializers.ModelSerializer):
     workflow = serializers.CharField(source="workflow_name")
     input = AnyJSON(read_only=True)
     output = AnyJSON(read_only=True)
-    started_by = serializers.PrimaryKeyRelatedField(read_only=True)
+    started_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
 
     class Meta:
         model = Invocation
@@ -143,8 +143,14 @@ class InvocationDetailSerializer(InvocationSerializer):
         fields = [*InvocationSerializer.Meta.fields, "node_runs", "open_interrupts"]
 
 
+class WorkflowNameField(serializers.CharField):
+    """The name of a registered workflow. The schema lists the names registered when it
+    is generated (schema.WorkflowNameFieldExtension); services.start refuses any other name
+    with `unknown_workflow`."""
+
+
 class StartSerializer(serializers.Serializer):
-    workflow = serializers.CharField(max_length=200, help_text="A registered workflow name.")
+    workflow = WorkflowNameField(max_length=200, help_text="A registered workflow name.")
     input = AnyJSON(required=False, allow_null=True, default=None, help_text="The node input.")
 
 
@@ -181,7 +187,9 @@ class FunctionResponseSerializer(serializers.Serializer):
 
 
 class FunctionResponsesSerializer(serializers.Serializer):
-    function_responses = FunctionResponseSerializer(many=True, allow_empty=False, max_length=100)
+    function_responses = serializers.ListField(
+        child=FunctionResponseSerializer(), min_length=1, max_length=100
+    )
 
 
 class DecisionRequestSerializer(serializers.Serializer):

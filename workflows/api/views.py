@@ -125,9 +125,15 @@ class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
 
 
 class ObjectLookupMixin:
-    """A missing object is the named error of its kind (404 with its code)."""
+    """A missing object is the named error of its kind (404 with its code). List filters
+    narrow lists only: an object is found by its id whatever the query string says."""
 
     not_found_error: type[WorkflowError]
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        if self.action != "list":  # type: ignore[attr-defined]
+            return queryset
+        return super().filter_queryset(queryset)  # type: ignore[misc]
 
     def get_object(self) -> Any:
         try:
@@ -206,7 +212,9 @@ class InvocationViewSet(
         summary="The invocation's session events, oldest first",
         responses={200: EventSerializer(many=True), **errors(404, *LIST_ERRORS)},
     )
-    @action(detail=True, methods=["get"], pagination_class=EventCursorPagination)
+    @action(
+        detail=True, methods=["get"], pagination_class=EventCursorPagination, filter_backends=[]
+    )
     def events(self, request: Request, pk: str) -> Response:
         invocation = self.get_object()
         events = SessionEvent.objects.filter(invocation=invocation)
