@@ -31,3 +31,20 @@ def test_guide_samples_run(page: str, at_least: int) -> None:
                 await result
 
     asyncio.run(run_all())
+
+
+def test_reference_documents_every_setting_and_system_check():
+    from workflows.conf import DEFAULTS
+
+    reference = (DOCS / "reference.md").read_text()
+    undocumented = [key for key in DEFAULTS if f"| `{key}` |" not in reference]
+    assert undocumented == [], f"HITL keys missing from docs/reference.md: {undocumented}"
+    code = "\n".join(
+        path.read_text()
+        for app in ("workflows", "approvals")
+        for path in (DOCS.parent / app).glob("*.py")
+    )
+    check_ids = sorted(set(re.findall(r'id="((?:workflows|approvals)\.[EW]\d+)"', code)))
+    assert check_ids, "no system check found"
+    missing = [check for check in check_ids if f"| `{check}` |" not in reference]
+    assert missing == [], f"system checks missing from docs/reference.md: {missing}"
