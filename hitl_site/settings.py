@@ -66,6 +66,8 @@ INSTALLED_APPS += [
     "workflows",
     # The decision form's JSON editor for schemas no plain field covers (static JS, no CDN).
     "django_jsonform",
+    # The demo project itself: its workflows.py is autodiscovered, its seed_demo command found.
+    "hitl_site",
 ]
 
 MIDDLEWARE = [
@@ -184,10 +186,7 @@ CELERY_BEAT_SCHEDULE = {
 # --- HITL -------------------------------------------------------------------------------------
 
 # One settings dict for the app; every key is optional (defaults live in workflows/conf.py).
-HITL = {
-    # The demo workflows live in the project package, which is not an installed app.
-    "WORKFLOW_MODULES": ["hitl_site.workflows"],
-}
+HITL = {}
 
 # --- REST framework ---------------------------------------------------------------------------
 
