@@ -66,7 +66,7 @@ OverdueFilter = _user_filter("overdue", "overdue", _overdue)
 
 @admin.register(PendingApproval)
 class PendingApprovalAdmin(admin.ModelAdmin):
-    list_display = ["question", "workflow_name", "for_whom", "waited", "due", "progress"]
+    list_display = ["question", "workflow", "for_whom", "waited", "due", "progress"]
     list_display_links = ["question"]
     list_filter = ["workflow_name", AssignedToMeFilter, ClaimedByMeFilter, OverdueFilter]
     search_fields = ["message", "payload"]
@@ -76,6 +76,11 @@ class PendingApprovalAdmin(admin.ModelAdmin):
     show_full_result_count = False  # one count per page, not two, on a large inbox
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "approvals/decision.html"
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        return super().changelist_view(
+            request, {"title": "Pending approvals", **(extra_context or {})}
+        )
 
     # -- who sees it -----------------------------------------------------------------------
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -107,6 +112,10 @@ class PendingApprovalAdmin(admin.ModelAdmin):
     def question(self, obj: Interrupt) -> str:
         return Truncator(obj.message or f"answer {obj.pk}").chars(90)
 
+    @admin.display(description="workflow", ordering="workflow_name")
+    def workflow(self, obj: Interrupt) -> str:
+        return obj.workflow_name
+
     @admin.display(description="for whom")
     def for_whom(self, obj: Interrupt) -> str:
         who = ", ".join(obj.assignees) or "anyone who may answer"
@@ -125,7 +134,7 @@ class PendingApprovalAdmin(admin.ModelAdmin):
         return format_html(
             "{}<br><small>then {}</small>",
             display.countdown(obj.deadline),
-            display.timeout_policy(obj.on_timeout),
+            display.timeout_policy(obj.on_timeout, brief=True),
         )
 
     @admin.display(description="approvals")
@@ -272,9 +281,10 @@ class PendingApprovalAdmin(admin.ModelAdmin):
             "is_approval": isinstance(form, ApprovalForm),
             "media": self.media + form.media if form is not None else self.media,
             "due": display.countdown(interrupt.deadline),
-            "on_timeout": display.timeout_policy(interrupt.on_timeout),
+            "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),
             "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
-            "monitor_url": _monitor_url(invocation.pk),
+            "monitor_url": request.user.has_perm("workflows.view_invocation")
+            and _monitor_url(invocation.pk),
             "has_view_permission": True,
         }
 

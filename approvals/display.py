@@ -66,11 +66,27 @@ def countdown(deadline: datetime | None) -> SafeString:
     )
 
 
-def timeout_policy(on_timeout: Any) -> SafeString:
-    """What happens (or happened) when the deadline passes."""
+def one_line(value: Any, limit: int = 80) -> str:
+    """A short text for a list cell: `approved: no, comment: late`."""
+    if isinstance(value, dict):
+        text = ", ".join(f"{k}: {one_line(v, limit)}" for k, v in value.items())
+    elif isinstance(value, list):
+        text = ", ".join(one_line(v, limit) for v in value)
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    else:
+        text = "none" if value is None else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:
+    """What happens (or happened) when the deadline passes; `brief` for a list cell."""
     if on_timeout is None:
         return mark_safe("the invocation fails")
-    return format_html("answered with {}", render_value(on_timeout.get("response")))
+    response = on_timeout.get("response")
+    if brief:
+        return format_html("answered with “{}”", one_line(response))
+    return format_html("answered with {}", render_value(response))
 
 
 def refusal_message(exc: Exception) -> str:
