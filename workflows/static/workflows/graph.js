@@ -120,6 +120,17 @@
   function drawItems(group, node, box) {
     const left = box.x - box.width / 2 + PADDING;
     const top = box.y - box.height / 2 + NODE_HEIGHT - 4;
+    const columns = Math.min(node.items.length, ITEMS_PER_ROW);
+    const rows = Math.ceil(node.items.length / ITEMS_PER_ROW);
+    // A light tray, so items stand out from their node's own status colour.
+    svg("rect", {
+      class: "hitl-tray",
+      x: left - 3,
+      y: top - 3,
+      width: columns * (ITEM + ITEM_GAP) - ITEM_GAP + 6,
+      height: rows * (ITEM + ITEM_GAP) - ITEM_GAP + 6,
+      rx: 3,
+    }, group);
     node.items.forEach((item, index) => {
       const holder = item.url ? svg("a", { href: item.url }, group) : group;
       const square = svg("rect", {
