@@ -402,7 +402,8 @@ class InvocationAdmin(ReadOnlyAdmin):
         if request.POST.get("post") == "yes":
             self._apply(request, queryset, services.cancel, "Cancelled")
             return None
-        return self._cancel_confirmation(request, queryset, action="cancel_invocations")
+        summarized = queryset.prefetch_related("node_runs", "interrupts")
+        return self._cancel_confirmation(request, summarized, action="cancel_invocations")
 
     def _cancel_confirmation(
         self,
