@@ -4,6 +4,7 @@ default database (SQLite or PostgreSQL); tasks run eagerly on commit."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -20,10 +21,14 @@ from workflows.engine import (
     Workflow,
     node,
 )
+from workflows.engine.context import new_id
+from workflows.engine.runner import Runner
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
 from workflows.registry import registry
 from workflows.tasks import run_invocation
+
+from .worker import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -201,24 +206,56 @@ def enqueued(monkeypatch) -> list[list[Any]]:
     return calls
 
 
-@override_settings(HITL={"MAX_DELIVERIES": 3})
-def test_poison_guard_fails_an_invocation_whose_runs_never_finish(enqueued, finished):
-    invocation = services.start("expense_approval", {"amount": 250})
+LEASE = 0.5  # seconds: HITL["LEASE_SECONDS"] of the poison-guard tests, to let leases expire
+
+
+def asking_workflow() -> Workflow:
+    """START -> ask (one question)."""
+
+    @node(name="ask")
+    def ask(node_input):
+        return RequestInput(message="Approve?", response_schema=DECISION)
+
+    return Workflow(name="poison", edges=[("START", ask)])
+
+
+@contextmanager
+def killed_after_taking_the_lease() -> Iterator[None]:
+    """Deliveries inside the block die right after their run took the execution lease, as
+    under SIGKILL: nothing more runs, and the lease is neither renewed nor given back."""
+
+    async def dies_holding_the_lease(self: Runner, invocation_id: str, **kwargs: Any) -> None:
+        assert await self.store.acquire_lease(invocation_id, new_id(), self.lease_ttl)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Runner, "advance", dies_holding_the_lease)
+        yield
+
+
+def lease_expired(invocation: Invocation) -> None:
+    """Wait until the run holding the invocation's lease has really lost it."""
+    expires = reload(invocation).lease_expires_at
+    assert expires is not None, "a run holds the lease"
+    wait_for(lambda: timezone.now() > expires, what="the lease to expire")
+
+
+@override_settings(HITL={"MAX_DELIVERIES": 3, "LEASE_SECONDS": LEASE})
+def test_poison_guard_fails_an_invocation_whose_runs_never_finish(register, enqueued, finished):
+    register(asking_workflow())
+    invocation = services.start("poison", {})
     assert enqueued == [[str(invocation.pk)]]
     assert reload(invocation).status == NodeStatus.PENDING
 
-    # Three runs died holding the execution lease (their worker was killed): two were
-    # counted by the deliveries that took over after them; the third one's lease has just
-    # expired, and this delivery counts it.
-    dead_lease = timezone.now() - timedelta(seconds=1)
-    Invocation.objects.filter(pk=invocation.pk).update(
-        status=NodeStatus.RUNNING,
-        unfinished_deliveries=2,
-        lease_owner="dead-worker",
-        lease_expires_at=dead_lease,
-    )
-    services.execute(str(invocation.pk))
+    # Three runs die holding the execution lease (their worker is killed each time): the
+    # second and the third delivery each take over the lease the previous one left.
+    with killed_after_taking_the_lease():
+        for _ in range(3):
+            services.execute(str(invocation.pk))
+            lease_expired(invocation)
+    assert reload(invocation).unfinished_deliveries == 2
 
+    # The next delivery counts the third and gives up instead of running again.
+    services.execute(str(invocation.pk))
     row = reload(invocation)
     assert row.status == NodeStatus.FAILED
     assert "gave up after 3 runs that never finished" in row.error
@@ -231,26 +268,31 @@ def test_poison_guard_fails_an_invocation_whose_runs_never_finish(enqueued, fini
     assert reload(invocation).error == row.error
 
 
-@override_settings(HITL={"MAX_DELIVERIES": 3})
-def test_poison_guard_counts_neither_finished_nor_concurrent_runs(enqueued):
-    invocation = services.start("expense_approval", {"amount": 250})
+@override_settings(HITL={"MAX_DELIVERIES": 3, "LEASE_SECONDS": LEASE})
+def test_poison_guard_counts_neither_finished_nor_concurrent_runs(register, enqueued):
+    register(asking_workflow())
+    invocation = services.start("poison", {})
+    db = services.store()
 
-    # A live run holds the lease: this delivery leaves the work to it and counts nothing.
-    Invocation.objects.filter(pk=invocation.pk).update(
-        unfinished_deliveries=2,
-        lease_owner="live-worker",
-        lease_expires_at=timezone.now() + timedelta(seconds=30),
-    )
+    # Two runs died holding the lease; the second delivery counted the first.
+    with killed_after_taking_the_lease():
+        for _ in range(2):
+            services.execute(str(invocation.pk))
+            lease_expired(invocation)
+    assert reload(invocation).unfinished_deliveries == 1
+
+    # A live run holds the lease: a delivery meanwhile leaves the work to it and counts
+    # nothing.
+    assert db.acquire_lease_sync(str(invocation.pk), "live-run", LEASE * 20)
     services.execute(str(invocation.pk))
     row = reload(invocation)
-    assert (row.status, row.unfinished_deliveries) == (NodeStatus.PENDING, 2)
+    assert (row.status, row.unfinished_deliveries) == (NodeStatus.PENDING, 1)
+    assert row.lease_owner == "live-run"
     assert not NodeRun.objects.filter(invocation=invocation).exists()
 
-    # Its lease expired: the next delivery takes over (one more unfinished run, still under
-    # the limit), runs to the interrupt and, having finished, resets the counter.
-    Invocation.objects.filter(pk=invocation.pk).update(
-        unfinished_deliveries=1, lease_expires_at=timezone.now() - timedelta(seconds=1)
-    )
+    # The live run finishes and gives the lease back: the next delivery runs to the
+    # question and, having finished, resets the count.
+    db.release_lease_sync(str(invocation.pk), "live-run")
     services.execute(str(invocation.pk))
     row = reload(invocation)
     assert row.status == NodeStatus.WAITING, row.error
