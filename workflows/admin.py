@@ -30,6 +30,7 @@ from .engine.status import InterruptStatus, NodeStatus
 from .graph import with_statuses, workflow_graph
 from .models import (
     OPEN_STATUSES,
+    Decision,
     Interrupt,
     Invocation,
     NodeRun,
@@ -296,23 +297,26 @@ class InvocationAdmin(ReadOnlyAdmin):
             *super().get_urls(),
         ]
 
-    def change_view(
+    def render_change_form(
         self,
         request: HttpRequest,
-        object_id: str,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
         form_url: str = "",
-        extra_context: dict | None = None,
+        obj: Invocation | None = None,
     ) -> HttpResponse:
-        invocation = self.get_object(request, object_id)
-        context = dict(extra_context or {})
-        if invocation is not None and request.method == "GET":
-            context.update(self.monitor_context(request, invocation))
-        return super().change_view(request, object_id, form_url, context)
+        if obj is not None:
+            context.update(self.monitor_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def monitor_context(self, request: HttpRequest, invocation: Invocation) -> dict[str, Any]:
         node_runs = list(invocation.node_runs.order_by("id"))
+        decisions = Decision.objects.select_related("actor").order_by("id")
         interrupts = list(
-            invocation.interrupts.select_related("resolved_by").order_by("created_at", "id")
+            invocation.interrupts.select_related("resolved_by")
+            .prefetch_related(Prefetch("decisions", queryset=decisions))
+            .order_by("created_at", "id")
         )
         pending = [i for i in interrupts if i.status == InterruptStatus.PENDING]
         for interrupt in interrupts:

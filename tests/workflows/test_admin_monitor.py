@@ -6,11 +6,13 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.core import serializers
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import StaffFactory, UserFactory
+from tests.factories import ApproverFactory, StaffFactory, UserFactory
 from workflows import services
 from workflows.admin import decision_url
 from workflows.engine import Workflow, node
@@ -144,6 +146,18 @@ def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(
         assert f"</span>{status}</li>" in content  # the legend
 
 
+def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
+    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
+    approver = ApproverFactory(username="fiona")
+    approver.groups.add(Group.objects.create(name="finance"))
+    services.decide(finance.id, {"approved": True}, actor=approver, comment="budgeted")
+    questions = admin_client.get(change_url(invocation)).content.decode()
+    questions = questions.split("<h2>Questions</h2>", 1)[1].split("<h2>Event timeline</h2>")[0]
+    assert "for group:finance · 2 approvals needed" in questions
+    assert "fiona: approved “budgeted”" in questions
+
+
 def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one(admin_client):
     invocation = services.start(
         "content_moderation", {"posts": ["Hello", "Buy cheap pills", "Nice photo"]}
@@ -164,6 +178,21 @@ def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one
     }
     assert items["review_post@1"]["url"] == decision_url(questions[0].id)
     assert "url" not in items["review_post@2"]
+
+
+def test_the_page_takes_as_many_queries_for_twenty_items_as_for_two(admin_client):
+    def queries_for(count: int) -> int:
+        invocation = services.start("content_moderation", {"posts": ["post"] * count})
+        moderator = ApproverFactory()
+        moderator.groups.add(Group.objects.get_or_create(name="moderators")[0])
+        for question in Interrupt.objects.filter(invocation=invocation)[: count // 2]:
+            services.decide(question.id, {"decision": "publish"}, actor=moderator)
+        with CaptureQueriesContext(connection) as queries:
+            assert admin_client.get(change_url(invocation)).status_code == 200
+        return len(queries)
+
+    queries_for(2)  # warms Django's content-type cache
+    assert queries_for(20) == queries_for(2)
 
 
 def test_timeline_shows_times_function_calls_answers_and_routes(admin_client):
