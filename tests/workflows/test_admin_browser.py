@@ -190,6 +190,7 @@ def test_cancel_from_the_monitor_asks_first(live_server, browser):
         message = page.inner_text("ul.messagelist")
         after = page.inner_text("#content")
         page.goto(live_server.url + reverse("admin:workflows_invocation_changelist"))
+        list_width = page.evaluate("document.documentElement.scrollWidth")
         page.check(f"input[name=_selected_action][value='{other.pk}']")
         page.select_option("select[name=action]", "cancel_invocations")
         page.click("button[name=index]")
@@ -204,6 +205,7 @@ def test_cancel_from_the_monitor_asks_first(live_server, browser):
     assert "Cancel invocation…" not in after
     assert "Approve an expense of 600.00 for Ken?" in action_confirmation
     assert back_at.endswith(reverse("admin:workflows_invocation_changelist"))
+    assert list_width <= WIDTH
     target.refresh_from_db()
     other.refresh_from_db()
     assert (target.status, other.status) == ("CANCELLED", "WAITING")

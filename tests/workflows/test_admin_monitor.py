@@ -231,6 +231,21 @@ def test_a_failed_node_shows_its_traceback(admin_client, failing_workflow):
     assert graph["failing/explode"]["status"] == "FAILED"
 
 
+def test_an_invocation_of_a_workflow_no_longer_registered_still_shows(admin_client):
+    @node
+    def gone(node_input):
+        return node_input
+
+    registry.register(Workflow(name="retired", edges=[("START", gone)]))
+    invocation = services.start("retired", 1)
+    registry.unregister("retired")
+    response = admin_client.get(change_url(invocation))
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "No workflow named “retired” is registered any more: no picture." in content
+    assert 'title="retired@1/gone@1">gone@1<' in content  # its node runs still show
+
+
 def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(admin_client):
     invocation = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
     question = Interrupt.objects.get(invocation=invocation)
