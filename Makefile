@@ -36,7 +36,7 @@ format: venv
 	$(PYTHON) -m ruff format .
 
 bench: venv
-	@for script in bench/engine_overhead.py bench/durable_overhead.py; do \
+	@for script in bench/engine_overhead.py bench/durable_overhead.py bench/inbox_list.py; do \
 		if [ -f $$script ]; then \
 			echo "== $$script"; \
 			$(PYTHON) $$script || exit $$?; \
