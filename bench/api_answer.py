@@ -134,7 +134,7 @@ def waiting_questions(count: int, user: Any) -> list[str]:
     ids = []
     for index in range(count):
         invocation = services.start(
-            "expense_approval", {"amount": 250 + index, "employee": "Ada"}, user=user
+            "expense_approval", {"amount": 250 + index % 500, "employee": "Ada"}, user=user
         )
         services.execute(str(invocation.pk))
         ids.append(Interrupt.objects.get(invocation=invocation, status="pending").pk)
