@@ -194,7 +194,7 @@ async def test_failure_cancels_in_flight_siblings():
     @node
     async def slow(node_input):
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # runs until the failure cancels it
         finished.append("slow")
 
     @node
@@ -354,14 +354,21 @@ async def test_answer_accepted_while_failed_is_used_by_retry():
 async def test_parallel_worker_item_failure_cancels_the_other_items():
     finished = []
     broken = {"yes": True}
+    running: set[int] = set()
+    others_running = asyncio.Event()
+    release = asyncio.Event()  # set once the failure is in: a leaked item would go on
 
     @node(parallel_worker=True)
     async def item(node_input):
         if node_input == 0:
+            await others_running.wait()  # the other items are in flight
             if broken["yes"]:
                 raise RuntimeError("item 0 broke")
             return "zero"
-        await asyncio.sleep(0.05)
+        running.add(node_input)
+        if running == {1, 2}:
+            others_running.set()
+        await release.wait()
         finished.append(node_input)
         return node_input
 
@@ -376,7 +383,9 @@ async def test_parallel_worker_item_failure_cancels_the_other_items():
         "wf@1/item@1/item@2": CANCELLED,
         "wf@1/item@1/item@3": CANCELLED,
     }
-    await asyncio.sleep(0.1)
+    release.set()
+    for _ in range(10):
+        await asyncio.sleep(0)  # any item still alive would now finish
     assert finished == []  # nothing kept running after the invocation failed
     assert (await h.result(failed.invocation_id)).node_runs == failed.node_runs
 
@@ -387,10 +396,19 @@ async def test_parallel_worker_item_failure_cancels_the_other_items():
     assert done.node_runs["wf@1/item@1/item@2"].attempt == 1
 
 
+async def recorded(ctx, path: str, status) -> None:
+    """Wait until this execution has recorded `status` for the run at `path` (the
+    engine's view of the run, which its next checkpoint writes)."""
+    while getattr(ctx._execution.node_runs.get(path), "status", None) != status:
+        await asyncio.sleep(0.001)
+
+
 @sync
 async def test_cancelled_nested_workflow_is_re_driven_by_retry():
     broken = {"yes": True}
     calls: Counter = Counter()
+    slow_running = asyncio.Event()
+    release = asyncio.Event()  # slow is mid-body until the retry
 
     @node
     def ask(node_input):
@@ -400,12 +418,15 @@ async def test_cancelled_nested_workflow_is_re_driven_by_retry():
     @node
     async def slow(node_input):
         calls["slow"] += 1
-        await asyncio.sleep(0.05)
+        slow_running.set()
+        await release.wait()
 
     @node
-    async def boom(node_input):
-        await asyncio.sleep(0.01)
+    async def boom(ctx, node_input):
         if broken["yes"]:
+            # Fail once ask waits on its question and slow is mid-body.
+            await slow_running.wait()
+            await recorded(ctx, "wf@1/inner@1/ask@1", WAITING)
             raise RuntimeError("boom")
 
     inner = Workflow(name="inner", edges=[("START", ask), ("START", slow)])
@@ -420,6 +441,7 @@ async def test_cancelled_nested_workflow_is_re_driven_by_retry():
     }
     assert failed.node_runs["wf@1/inner@1"].interrupt_ids == set()
     broken["yes"] = False
+    release.set()
     waiting = await h.retry(failed.invocation_id)
     assert statuses(waiting) == {
         "wf@1": WAITING,

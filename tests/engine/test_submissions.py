@@ -413,10 +413,20 @@ async def test_generated_interrupt_ids_are_unique():
 # --- Concurrent and mixed submissions, idempotency key ----------------------------------
 
 
+async def answered(h: Harness, *interrupt_ids: str) -> None:
+    """Wait until the store holds an answer to each of the interrupts."""
+    while True:
+        records = await h.store.load_interrupts(list(interrupt_ids))
+        if all(r.status == InterruptStatus.RESOLVED for r in records.values()):
+            return
+        await asyncio.sleep(0.001)
+
+
 @sync
 async def test_concurrent_answers_to_one_invocation_each_apply_once():
     calls: Counter = Counter()
     keys: dict[int, set[str]] = {}
+    running = asyncio.Event()
 
     @node(parallel_worker=True, rerun_on_resume=True)
     async def item(ctx, node_input):
@@ -424,13 +434,20 @@ async def test_concurrent_answers_to_one_invocation_each_apply_once():
         keys.setdefault(node_input, set()).add(ctx.idempotency_key)
         if not ctx.resume_inputs:
             return RequestInput(interrupt_id=f"q{node_input}")
-        await asyncio.sleep(0.01)  # still running when the other answers arrive
+        if node_input == 1:
+            # The other answers arrive while this run holds the execution lease.
+            running.set()
+            await answered(h, "q2", "q3")
         return ctx.resume_inputs[f"q{node_input}"]
+
+    async def answer_the_others() -> list:
+        await running.wait()
+        return await asyncio.gather(*(h.resume({f"q{i}": i * 10}) for i in (2, 3)))
 
     h = Harness(Workflow(name="wf", edges=[("START", item)]))
     first = await h.run([1, 2, 3])
-    results = await asyncio.gather(*(h.resume({f"q{i}": i * 10}) for i in (1, 2, 3)))
-    assert {r.invocation_id for r in results} == {first.invocation_id}
+    result, others = await asyncio.gather(h.resume({"q1": 10}), answer_the_others())
+    assert {r.invocation_id for r in [result, *others]} == {first.invocation_id}
     done = await h.result(first.invocation_id)
     assert done.status == COMPLETED
     assert done.output == [10, 20, 30]
