@@ -82,11 +82,26 @@ def test_bodies_that_are_not_plain_json_are_refused_and_change_nothing(
     assert snapshot() == before
 
 
-def test_a_body_over_the_size_limit_is_refused_before_it_is_read(api, settings):
-    settings.HITL = {**settings.HITL, "MAX_RESPONSE_BYTES": 1000}
+@pytest.mark.parametrize(
+    ("url", "setting", "body"),
+    [
+        (
+            "/api/function-responses/",
+            "MAX_RESPONSE_BYTES",
+            {"function_responses": [{"id": "x", "response": {"note": "x" * 2000}}]},
+        ),
+        (
+            "/api/invocations/",
+            "MAX_VALUE_BYTES",
+            {"workflow": "api_approval", "input": {"note": "x" * 2000}},
+        ),
+    ],
+    ids=["answer", "start"],
+)
+def test_a_body_over_the_size_limit_is_refused_before_it_is_read(api, settings, url, setting, body):
+    settings.HITL = {**settings.HITL, setting: 1000}
     before = snapshot()
-    body = {"workflow": "api_approval", "input": {"note": "x" * 2000}}
-    response = api.post("/api/invocations/", body, format="json")
+    response = api.post(url, body, format="json")
     assert error_of(response) == (413, "payload_too_large", None)
     assert "limit is 1000" in response.json()["detail"]
     assert snapshot() == before

@@ -66,18 +66,26 @@ def test_a_rejected_request_keeps_no_key_and_can_be_retried(api):
     assert post(api, "/api/invocations/", START, "retry-me").status_code == 202
 
 
-def test_an_expired_key_does_the_work_again_and_the_purge_removes_old_keys(api, settings):
-    post(api, "/api/invocations/", START, "old")
+def test_an_expired_key_runs_the_request_again_and_start_still_dedupes(api, settings):
+    """Past the TTL the API no longer replays; services.start still knows the key (scoped
+    to the caller), so the late retry gets the same invocation, not a second one."""
+    first = post(api, "/api/invocations/", START, "old")
     IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(days=2))
     settings.HITL = {**settings.HITL, "IDEMPOTENCY_KEY_TTL": 3600}
     again = post(api, "/api/invocations/", START, "old")
     assert again.status_code == 202
     assert "Idempotent-Replayed" not in again
-    assert Invocation.objects.count() == 2
-    post(api, "/api/invocations/", START, "stale")
+    assert again.json()["id"] == first.json()["id"]
+    assert Invocation.objects.count() == 1
+
+
+def test_the_purge_removes_expired_keys_only(api, settings):
+    settings.HITL = {**settings.HITL, "IDEMPOTENCY_KEY_TTL": 3600}
+    post(api, "/api/invocations/", START, "fresh")
+    post(api, "/api/invocations/", {"workflow": "api_pair"}, "stale")
     IdempotencyKey.objects.filter(key="stale").update(created_at=timezone.now() - timedelta(days=2))
     assert purge_idempotency_keys() == 1
-    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["old"]
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["fresh"]
 
 
 def test_an_overlong_key_is_a_400_naming_the_header(api):

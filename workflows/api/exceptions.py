@@ -35,6 +35,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "duplicate_interrupt": status.HTTP_409_CONFLICT,
     "definition_changed": status.HTTP_409_CONFLICT,
     "payload_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 # The request field a named error is about, when the error itself does not say.

@@ -36,6 +36,15 @@ def request_fingerprint(request: Request) -> str:
     return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
 
 
+def start_key(request: Request) -> str | None:
+    """The key services.start dedupes by (beyond this module's TTL), scoped to the caller:
+    two users may use the same Idempotency-Key."""
+    key = request.headers.get(HEADER, "").strip()
+    if not key:
+        return None
+    return f"api:{request.user.pk}:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
 def expired_before() -> Any:
     return timezone.now() - timedelta(seconds=hitl_settings.IDEMPOTENCY_KEY_TTL)
 

@@ -30,7 +30,7 @@ from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
-from .idempotency import idempotent
+from .idempotency import idempotent, start_key
 from .pagination import EventCursorPagination, PagePagination
 from .permissions import (
     CanAnswerInterrupt,
@@ -56,13 +56,12 @@ from .serializers import (
 )
 
 
-def reject_oversized(request: Request) -> None:
+def reject_oversized(request: Request, limit: int) -> None:
     """413 before anything reads the body: its declared length is over the limit."""
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
-    limit = hitl_settings.MAX_RESPONSE_BYTES
     if length > limit:
         raise PayloadTooLarge(f"the request body has {length} bytes; the limit is {limit}")
 
@@ -83,8 +82,12 @@ class ApiViewMixin:
     def get_exception_handler(self) -> Any:
         return exception_handler
 
+    def body_limit(self) -> int:
+        """The largest request body read: an answer's limit (services check each value)."""
+        return hitl_settings.MAX_RESPONSE_BYTES
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        reject_oversized(request)
+        reject_oversized(request, self.body_limit())
         super().initial(request, *args, **kwargs)  # type: ignore[misc]
 
 
@@ -184,6 +187,11 @@ class InvocationViewSet(
             )
         return queryset
 
+    def body_limit(self) -> int:
+        if self.action == "create":  # an input may be as large as any stored value
+            return hitl_settings.MAX_VALUE_BYTES
+        return super().body_limit()
+
     def get_serializer_class(self) -> type[serializers.Serializer]:
         if self.action == "retrieve":
             return InvocationDetailSerializer
@@ -205,6 +213,7 @@ class InvocationViewSet(
             started.validated_data["workflow"],
             started.validated_data["input"],
             user=request.user,
+            idempotency_key=start_key(request),
         )
         return Response(InvocationSerializer(invocation).data, status=status.HTTP_202_ACCEPTED)
 
@@ -246,6 +255,7 @@ class InvocationViewSet(
         return Response(InvocationSerializer(invocation).data, status=status.HTTP_202_ACCEPTED)
 
 
+LIST_DEFERRED = ["payload", "response_schema", "response", "on_timeout"]
 # Acting on one interrupt finds it among all of them, so the rule answers 403, not 404.
 INTERRUPT_ACTIONS = {"decisions", "claim", "release"}
 # Releasing is for the claimer or a supervisor: services.release decides.
@@ -281,6 +291,8 @@ class InterruptViewSet(
         queryset = super().get_queryset()
         if self.action in INTERRUPT_ACTIONS:
             return queryset.select_related("invocation")
+        if self.action == "list":  # the wide JSON columns are for the detail
+            queryset = queryset.defer(*LIST_DEFERRED)
         return answerable_interrupts(self.request.user, queryset)
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
