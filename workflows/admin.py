@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote
@@ -39,6 +40,7 @@ from .models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
+from .policy import answer_policy
 from .registry import UnknownWorkflowError, registry
 
 # Where a pending question links to: the approvals inbox's decision page when that app is
@@ -56,9 +58,15 @@ def decision_url(interrupt_id: str) -> str | None:
     return None
 
 
-def question_url(interrupt: Interrupt) -> str:
-    """A pending question links to where it is answered; any other to its record."""
-    if interrupt.status == InterruptStatus.PENDING:
+def question_url(interrupt: Interrupt, user: Any) -> str:
+    """Where the monitor links a question: its decision page while `user` may answer it
+    (the answer policy says so and they have not decided yet), else its read-only record."""
+    decided = any(decision.actor_id == user.pk for decision in interrupt.decisions.all())
+    if (
+        interrupt.status == InterruptStatus.PENDING
+        and not decided
+        and answer_policy().can_answer(user, interrupt)
+    ):
         url = decision_url(interrupt.id)
         if url:
             return url
@@ -163,17 +171,20 @@ def event_rows(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
     return rows
 
 
-def monitor_graph(invocation: Invocation, node_runs: list[NodeRun], pending: list[Interrupt]):
-    """The invocation's graph with statuses; waiting nodes link to their decision page."""
+def monitor_graph(
+    invocation: Invocation, node_runs: list[NodeRun], pending: list[Interrupt]
+) -> dict[str, Any] | None:
+    """The invocation's graph with statuses; waiting nodes link to their question (each
+    pending interrupt carries its `url`)."""
     graph = definition_graph(invocation.workflow_name, invocation.workflow_version)
     if graph is None:
         return None
     graph = with_statuses(graph, node_runs)
-    question_by_path = {interrupt.path: interrupt.id for interrupt in pending}
+    url_by_path = {interrupt.path: interrupt.url for interrupt in pending}
     for node in graph["nodes"]:
         for target in [node, *node["items"]]:
-            if target["status"] == NodeStatus.WAITING and target["path"] in question_by_path:
-                target["url"] = decision_url(question_by_path[target["path"]])
+            if target["status"] == NodeStatus.WAITING and target["path"] in url_by_path:
+                target["url"] = url_by_path[target["path"]]
     return graph
 
 
@@ -320,7 +331,8 @@ class InvocationAdmin(ReadOnlyAdmin):
         )
         pending = [i for i in interrupts if i.status == InterruptStatus.PENDING]
         for interrupt in interrupts:
-            interrupt.url = question_url(interrupt)
+            interrupt.invocation = invocation  # the four-eyes rule reads who started it
+            interrupt.url = question_url(interrupt, request.user)
             interrupt.response_json = (
                 None if interrupt.response is None else pretty_json(interrupt.response)
             )
@@ -471,8 +483,17 @@ class InterruptAdmin(ReadOnlyAdmin):
 # log, and "resend" goes through workflows.webhooks.
 
 
+class WebhookEndpointForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["url", "secret", "events", "is_active", "description"]
+
+
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(admin.ModelAdmin):
+    form = WebhookEndpointForm
     list_display = ["url", "description", "events", "is_active", "created_at"]
     list_filter = ["is_active"]
     search_fields = ["url", "description"]

@@ -140,3 +140,16 @@ def test_admin_resend_reports_what_it_did(settings):
         "Queued 1 delivery for a fresh round of attempts."
     ]
     assert receiver.events() == ["invocation.finished"]
+
+
+def test_admin_shows_each_attempt_of_a_delivery(client, settings):
+    settings.HITL = {**settings.HITL, "WEBHOOK_MAX_ATTEMPTS": 1}
+    endpoint("http://127.0.0.1:9/closed", description="ops hooks")
+    (delivery,) = webhooks.queue_event("invocation.finished", lambda: {})
+    client.force_login(StaffFactory())
+    listing = client.get("/admin/workflows/webhookdelivery/")
+    assert listing.status_code == 200
+    assert "ops hooks" in listing.content.decode()
+    page = client.get(f"/admin/workflows/webhookdelivery/{delivery.pk}/change/").content.decode()
+    assert "Connection refused" in page or "ConnectionRefusedError" in page
+    assert client.get("/admin/workflows/webhookendpoint/add/").status_code == 200
