@@ -8,14 +8,21 @@ from django.core.signals import setting_changed
 DEFAULTS: dict[str, Any] = {
     # Extra modules to import for workflow definitions (besides each app's workflows.py).
     "WORKFLOW_MODULES": [],
-    # Seconds an execution lease lasts; every checkpoint renews it.
-    "LEASE_SECONDS": 60,
+    # Seconds an execution lease lasts. A heartbeat renews it every third of that while a
+    # node body runs, so a body may take longer; a dead worker's invocation is taken over
+    # by another worker about this long after it died.
+    "LEASE_SECONDS": 10,
     # Runs that never finish (they die holding the execution lease, which a later delivery
     # takes over once it expires) before the invocation is failed: a poison message that
     # kills its worker cannot loop forever.
     "MAX_DELIVERIES": 5,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,
+    # Largest answer accepted, in bytes of its JSON (larger: PayloadTooLargeError).
+    "MAX_RESPONSE_BYTES": 1_000_000,
+    # Largest value stored, in bytes of its JSON: an invocation's input, a node's output,
+    # an interrupt's payload. A node whose output is larger fails with a clear error.
+    "MAX_VALUE_BYTES": 4_000_000,
     # Seconds of silence after which `hitl_status` reports a Celery worker or the periodic
     # jobs as down; a worker records its heartbeat at most every quarter of this.
     "HEARTBEAT_STALE_SECONDS": 120,

@@ -55,6 +55,10 @@ class Invocation(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # Run-task deliveries that started and did not finish (poison-message guard).
     unfinished_deliveries = models.PositiveSmallIntegerField(default=0)
+    # When recover_stalled last enqueued a run (it does so at most once per period).
+    recovery_enqueued_at = models.DateTimeField(null=True, blank=True)
+    # services.start(idempotency_key=...): a client's retry returns this invocation.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -240,9 +244,7 @@ class IdempotencyKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["user", "key"], name="hitl_idempotency_key")
-        ]
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="hitl_idempotency_key")]
         indexes = [models.Index(fields=["created_at"], name="hitl_idempotency_created")]
 
     def __str__(self) -> str:

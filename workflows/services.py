@@ -4,9 +4,11 @@ on commit; bad input raises a named error and changes nothing."""
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -15,27 +17,35 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F, Q
+from django.db.models.functions import Now
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from .conf import hitl_settings
 from .engine.errors import (
     AlreadyClaimedError,
     AlreadyDecidedError,
     DefinitionChangedError,
+    IdempotencyKeyReusedError,
     InterruptNotPendingError,
     InvocationNotFoundError,
     ResponseValidationError,
     UnknownInterruptError,
 )
-from .engine.events import FunctionResponse, RequestInput, parse_assignee
+from .engine.events import DefaultResponse, FunctionResponse, RequestInput, parse_assignee
 from .engine.runner import Runner
 from .engine.schema import unwrap_response, validate_response
 from .engine.state import WriteBatch
 from .engine.status import InterruptStatus, NodeStatus
-from .engine.transitions import accept_responses, cancel_batch, expire_batch, retry_batch
+from .engine.transitions import (
+    accept_responses,
+    cancel_batch,
+    checked_answer,
+    checked_input,
+    expire_batch,
+    retry_batch,
+)
 from .models import OPEN_STATUSES, Decision, Interrupt, Invocation, NodeRun, Session
 from .policy import REASSIGN_PERMISSION, answer_policy, can_reassign
 from .registry import registry
@@ -49,20 +59,66 @@ def store() -> DjangoStore:
     return DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS)
 
 
+# Conflicts a write transaction may meet and that succeed when tried again: PostgreSQL's
+# deadlock, serialization and lock-timeout errors, and SQLite's busy database.
+RETRYABLE_SQLSTATES = {"40P01", "40001", "55P03"}
+WRITE_ATTEMPTS = 5
+
+
+def _retryable(error: OperationalError) -> bool:
+    cause = error.__cause__
+    if getattr(cause, "sqlstate", None) in RETRYABLE_SQLSTATES:
+        return True
+    return connection.vendor == "sqlite" and "locked" in str(error)
+
+
+def write_transaction(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `func` in one transaction, tried again (up to WRITE_ATTEMPTS times, with a short
+    random pause) when the database reports a conflict that a retry resolves. Inside a
+    caller's transaction it runs once, in a savepoint: only the outermost can retry."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if connection.in_atomic_block:
+            with transaction.atomic():
+                return func(*args, **kwargs)
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with transaction.atomic():
+                    return func(*args, **kwargs)
+            except OperationalError as error:
+                if attempt == WRITE_ATTEMPTS or not _retryable(error):
+                    raise
+                logger.info("%s: %s; trying again (%d)", func.__name__, error, attempt)
+                time.sleep(random.uniform(0, 0.02 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    return wrapper
+
+
 def _enqueue_run(invocation_id: Any) -> None:
-    transaction.on_commit(lambda: _send_run(invocation_id))
+    # robust: a failing on-commit callback of someone else's never skips this one.
+    transaction.on_commit(lambda: _send_run(invocation_id), robust=True)
+
+
+# Publishing is bounded in time (with the broker timeouts of docs/embedding.md): what the
+# transaction stored is safe, and recover_stalled enqueues it later when publishing fails.
+PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
 
 
 def _send_run(invocation_id: Any) -> None:
     from .tasks import run_invocation
 
     try:
-        run_invocation.apply_async(args=[str(invocation_id)])
-    except BrokerError:
-        # What the transaction stored is committed and safe: the answer (or start, retry,
-        # expiry) is accepted, and recover_stalled re-enqueues the run once the broker is
-        # back. The caller's request succeeded; it must not see an error.
-        logger.warning("broker unavailable: run of invocation %s not enqueued", invocation_id)
+        run_invocation.apply_async(
+            args=[str(invocation_id)], retry=True, retry_policy=PUBLISH_RETRY_POLICY
+        )
+    except Exception:  # the broker is down, hung or refuses: the caller's request succeeded
+        logger.warning(
+            "broker unavailable: run of invocation %s not enqueued (recover_stalled will)",
+            invocation_id,
+            exc_info=True,
+        )
 
 
 def _actor_id(actor: Any) -> Any:
@@ -72,10 +128,8 @@ def _actor_id(actor: Any) -> Any:
 
 
 def _ensure_json(value: Any, field: str) -> None:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError) as exc:
-        raise ResponseValidationError(None, field, f"must be JSON-serializable ({exc})") from None
+    """Refuse an answer no store can keep (see workflows/engine/values.py)."""
+    checked_answer(None, value, hitl_settings.MAX_RESPONSE_BYTES)
 
 
 def start(
@@ -84,21 +138,57 @@ def start(
     *,
     user: Any = None,
     session: Session | None = None,
+    idempotency_key: str | None = None,
 ) -> Invocation:
-    """Create an invocation of the latest registered version and enqueue its first run."""
+    """Create an invocation of the latest registered version and enqueue its first run.
+
+    With `idempotency_key`, a repeat (a client retrying after an unclear outcome) returns
+    the invocation the key first created; the same key with another workflow or input
+    raises IdempotencyKeyReusedError. Bad input raises InputValidationError (or
+    PayloadTooLargeError) and stores nothing.
+    """
     definition = registry.get(workflow_name)
-    _ensure_json(node_input, "input")
-    with transaction.atomic():
-        if session is None:
-            session = Session.objects.create(created_by_id=_actor_id(user))
-        invocation = Invocation.objects.create(
-            session=session,
-            workflow_name=definition.name,
-            workflow_version=definition.version,
-            input=node_input,
-            started_by_id=_actor_id(user),
-        )
-        _enqueue_run(invocation.pk)
+    node_input = checked_input(node_input, hitl_settings.MAX_VALUE_BYTES)
+    if idempotency_key is not None:
+        existing = _started_with_key(idempotency_key, definition.name, node_input)
+        if existing is not None:
+            return existing
+    try:
+        return _create_invocation(definition, node_input, user, session, idempotency_key)
+    except IntegrityError:
+        if idempotency_key is None:
+            raise
+        # The same key started concurrently: the first one wins, this is its repeat.
+        existing = _started_with_key(idempotency_key, definition.name, node_input)
+        if existing is None:
+            raise
+        return existing
+
+
+def _started_with_key(key: str, workflow_name: str, node_input: Any) -> Invocation | None:
+    existing = Invocation.objects.filter(idempotency_key=key).first()
+    if existing is None:
+        return None
+    if existing.workflow_name != workflow_name or existing.input != node_input:
+        raise IdempotencyKeyReusedError(key, str(existing.pk))
+    return existing
+
+
+@write_transaction
+def _create_invocation(
+    definition: Any, node_input: Any, user: Any, session: Session | None, key: str | None
+) -> Invocation:
+    if session is None:
+        session = Session.objects.create(created_by_id=_actor_id(user))
+    invocation = Invocation.objects.create(
+        session=session,
+        workflow_name=definition.name,
+        workflow_version=definition.version,
+        input=node_input,
+        started_by_id=_actor_id(user),
+        idempotency_key=key,
+    )
+    _enqueue_run(invocation.pk)
     return invocation
 
 
@@ -171,18 +261,31 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     answer is a success that changes nothing.
     """
     responses = _function_response_list(responses)
-    for response in responses:
-        _ensure_json(response.response, "response")
+    invocation_id = _accept(responses, actor)
+    return Invocation.objects.get(pk=invocation_id)
+
+
+@write_transaction
+def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     db = store()
-    with transaction.atomic():
-        interrupts = db.load_interrupts_sync([r.id for r in responses], lock=True)
-        acceptance = accept_responses(
-            responses, interrupts, actor=_actor_id(actor), now=timezone.now()
-        )
-        if acceptance.batch:
-            db.commit_sync(acceptance.batch)
-            _enqueue_run(acceptance.invocation_id)
-    return Invocation.objects.get(pk=acceptance.invocation_id)
+    ids = [r.id for r in responses]
+    # The one lock order (invocation row, then its interrupts): answers racing cancel,
+    # retry or the deadline sweep queue on the invocation instead of deadlocking.
+    owners = {r.invocation_id for r in db.load_interrupts_sync(ids).values()}
+    if len(owners) == 1:
+        db.lock_invocation_sync(next(iter(owners)))
+    interrupts = db.load_interrupts_sync(ids, lock=True)
+    acceptance = accept_responses(
+        responses,
+        interrupts,
+        actor=_actor_id(actor),
+        now=timezone.now(),
+        max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
+    )
+    if acceptance.batch:
+        db.commit_sync(acceptance.batch)
+        _enqueue_run(acceptance.invocation_id)
+    return acceptance.invocation_id
 
 
 def _locked_checkpoint(db: DjangoStore, invocation: Invocation | Any) -> Any:
@@ -193,69 +296,71 @@ def _locked_checkpoint(db: DjangoStore, invocation: Invocation | Any) -> Any:
     return checkpoint
 
 
+@write_transaction
 def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     """Cancel: pending interrupts become cancelled, a running execution stops at its next
     checkpoint, the invocation ends CANCELLED."""
     db = store()
-    with transaction.atomic():
-        checkpoint = _locked_checkpoint(db, invocation)
-        db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
+    checkpoint = _locked_checkpoint(db, invocation)
+    db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
     return Invocation.objects.get(pk=checkpoint.invocation.id)
 
 
+@write_transaction
 def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     """Re-drive a FAILED invocation: its failed node runs re-run, completed ones do not."""
     db = store()
-    with transaction.atomic():
-        checkpoint = _locked_checkpoint(db, invocation)
-        db.commit_sync(retry_batch(checkpoint))
-        Invocation.objects.filter(pk=checkpoint.invocation.id).update(
-            finished_at=None, unfinished_deliveries=0
-        )
-        _enqueue_run(checkpoint.invocation.id)
+    checkpoint = _locked_checkpoint(db, invocation)
+    db.commit_sync(retry_batch(checkpoint))
+    Invocation.objects.filter(pk=checkpoint.invocation.id).update(
+        finished_at=None, unfinished_deliveries=0
+    )
+    _enqueue_run(checkpoint.invocation.id)
     return Invocation.objects.get(pk=checkpoint.invocation.id)
 
 
-def _live_lease(now: datetime) -> Q:
-    return Q(lease_expires_at__gte=now) & ~Q(lease_owner="")
+# A lease is live until it expires by the database's clock (not this process's).
+LIVE_LEASE = Q(lease_expires_at__gte=Now()) & ~Q(lease_owner="")
 
 
+@write_transaction
 def fail(invocation_id: Any, error: str) -> None:
     """Mark an open invocation FAILED (a poison task, an incompatible definition).
 
     Not while another execution holds a live lease: that run decides the outcome (the
     invocation finishes once)."""
     db = store()
-    with transaction.atomic():
-        checkpoint = _locked_checkpoint(db, invocation_id)
-        record = checkpoint.invocation
-        if record.status.is_final:
-            return
-        if Invocation.objects.filter(_live_lease(timezone.now()), pk=record.id).exists():
-            return
-        record.status, record.error = NodeStatus.FAILED, error
-        db.commit_sync(WriteBatch(record.id, invocation=record))
+    checkpoint = _locked_checkpoint(db, invocation_id)
+    record = checkpoint.invocation
+    if record.status.is_final:
+        return
+    if Invocation.objects.filter(LIVE_LEASE, pk=record.id).exists():
+        return
+    record.status, record.error = NodeStatus.FAILED, error
+    db.commit_sync(WriteBatch(record.id, invocation=record))
 
 
-def execute(invocation_id: str) -> None:
+def execute(invocation_id: str) -> float | None:
     """Run the engine for an invocation until it waits or finishes (the worker's job).
 
-    Poison guard: a run that never finishes (a task that kills its worker every time)
-    leaves its execution lease behind until the lease expires. Each delivery that takes
-    over such an expired lease counts one unfinished run; at HITL["MAX_DELIVERIES"] of
-    them in a row the invocation fails instead of looping forever. Deliveries that find
-    another run alive (concurrent answers) count nothing.
+    Returns None when done, or the seconds after which to try again: another run holds
+    a live lease, and if that run died, its lease expires then (a redelivered message
+    must not drop the work).
+
+    Poison guard: each delivery that takes over an expired lease (a run that never
+    finished: its worker died) or whose run raised counts one unfinished run; at
+    HITL["MAX_DELIVERIES"] in a row the invocation fails instead of looping forever.
+    Deliveries that find another run alive count nothing.
     """
-    now = timezone.now()
     rows = Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES)
-    rows.exclude(lease_owner="").filter(lease_expires_at__lt=now).update(
+    rows.exclude(lease_owner="").filter(lease_expires_at__lt=Now()).update(
         lease_owner="",
         lease_expires_at=None,
         unfinished_deliveries=F("unfinished_deliveries") + 1,
     )
     row = rows.values("workflow_name", "workflow_version", "unfinished_deliveries").first()
     if row is None:
-        return
+        return None
     if row["unfinished_deliveries"] >= hitl_settings.MAX_DELIVERIES:
         fail(
             invocation_id,
@@ -263,7 +368,7 @@ def execute(invocation_id: str) -> None:
             f'(a run task that kills its worker?); HITL["MAX_DELIVERIES"] is '
             f"{hitl_settings.MAX_DELIVERIES}",
         )
-        return
+        return None
     try:
         workflow = registry.for_invocation(
             row["workflow_name"],
@@ -274,57 +379,99 @@ def execute(invocation_id: str) -> None:
         )
     except (DefinitionChangedError, LookupError) as exc:
         fail(invocation_id, f"{type(exc).__name__}: {exc}")
-        return
-    runner = Runner(workflow, store=store(), lease_ttl=hitl_settings.LEASE_SECONDS)
-    async_to_sync(runner.advance)(str(invocation_id), wait=False)
+        return None
+    runner = Runner(
+        workflow,
+        store=store(),
+        lease_ttl=hitl_settings.LEASE_SECONDS,
+        max_value_bytes=hitl_settings.MAX_VALUE_BYTES,
+    )
+    try:
+        ran = async_to_sync(runner.advance)(str(invocation_id), wait=False)
+    except Exception:
+        rows.update(unfinished_deliveries=F("unfinished_deliveries") + 1)
+        raise
+    if not ran:
+        return _lease_remaining(invocation_id)
     # A run finished and let go of the lease: the invocation is not poison.
     Invocation.objects.filter(pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0).update(
         unfinished_deliveries=0
     )
+    return None
+
+
+def _lease_remaining(invocation_id: Any) -> float | None:
+    """Seconds until the invocation's current lease expires (None: no lease now)."""
+    expires = (
+        Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES)
+        .exclude(lease_owner="")
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
+    if expires is None:
+        return None
+    return max((expires - timezone.now()).total_seconds(), 0.0)
 
 
 def expire_overdue_interrupts(now: datetime | None = None) -> int:
-    """Expire each pending interrupt past its deadline exactly once and apply its policy."""
+    """Expire each pending interrupt past its deadline exactly once and apply its policy.
+
+    Each interrupt in a transaction of its own: one that fails is logged and left for the
+    next sweep, the others go on. The fail policy waits while a run holds the lease (that
+    run decides the invocation's outcome; the next sweep applies it)."""
     now = now or timezone.now()
     overdue = Interrupt.objects.filter(status=InterruptStatus.PENDING, deadline__lte=now)
-    db = store()
     expired = 0
     for interrupt_id, invocation_id in overdue.values_list("id", "invocation_id")[:500]:
-        with transaction.atomic():
-            checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
-            record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
-            if record is None or record.status != InterruptStatus.PENDING:
-                continue  # answered or expired meanwhile
-            db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
-            _enqueue_run(invocation_id)
-        expired += 1
+        try:
+            expired += _expire(interrupt_id, invocation_id, now)
+        except Exception:
+            logger.exception("expiring interrupt %s of invocation %s", interrupt_id, invocation_id)
     return expired
+
+
+@write_transaction
+def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
+    db = store()
+    checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
+    record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
+    if record is None or record.status != InterruptStatus.PENDING:
+        return 0  # answered or expired meanwhile
+    fails = not isinstance(record.request.on_timeout, DefaultResponse)
+    if fails and Invocation.objects.filter(LIVE_LEASE, pk=invocation_id).exists():
+        return 0
+    db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
+    _enqueue_run(invocation_id)
+    return 1
 
 
 def recover_stalled(now: datetime | None = None) -> int:
     """Re-enqueue open invocations nobody is running: stale with no live lease, or holding
-    answers no run consumed (accepted while the broker was down, or a worker died)."""
+    answers no pass has seen (accepted while the broker was down, or a worker died). Each
+    invocation once until a run takes it (or again after HITL["STALLED_AFTER_SECONDS"],
+    should that message be lost), so a backlog does not flood the broker."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
-    unleased = Q(lease_owner="") | Q(lease_expires_at__lt=now)
+    unleased = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
+    not_recently = Q(recovery_enqueued_at__isnull=True) | Q(recovery_enqueued_at__lt=stale)
     stalled = Invocation.objects.filter(
-        unleased, status__in=[NodeStatus.PENDING, NodeStatus.RUNNING], updated_at__lt=stale
+        unleased,
+        not_recently,
+        status__in=[NodeStatus.PENDING, NodeStatus.RUNNING],
+        updated_at__lt=stale,
     ).values_list("pk", flat=True)
-    unconsumed = (
-        Interrupt.objects.filter(
-            consumed=False,
-            status__in=ANSWERED,
-            resolved_at__lt=stale,
-            invocation__status__in=OPEN_STATUSES,
-        )
-        .filter(Q(invocation__lease_owner="") | Q(invocation__lease_expires_at__lt=now))
-        .values_list("invocation_id", flat=True)
-    )
-    invocation_ids = set(stalled[:1000]) | set(unconsumed[:1000])
-    from .tasks import run_invocation
-
+    with_answers = Invocation.objects.filter(
+        unleased,
+        not_recently,
+        status__in=OPEN_STATUSES,
+        pk__in=Interrupt.objects.filter(
+            consumed=False, deferred=False, status__in=ANSWERED, resolved_at__lt=stale
+        ).values("invocation_id"),
+    ).values_list("pk", flat=True)
+    invocation_ids = set(stalled[:1000]) | set(with_answers[:1000])
+    Invocation.objects.filter(pk__in=invocation_ids).update(recovery_enqueued_at=now)
     for invocation_id in invocation_ids:
-        run_invocation.apply_async(args=[str(invocation_id)])
+        _send_run(invocation_id)
     return len(invocation_ids)
 
 

@@ -19,30 +19,35 @@ decision_recorded = Signal()
 
 
 def announce(batch: WriteBatch, using: str) -> None:
-    """Queue the signals a committed batch implies; they fire on commit."""
+    """Queue the signals a committed batch implies; they fire on commit, robustly: a
+    receiver that raises is logged and cannot make a stored change look failed, nor keep
+    the other on-commit work (the run's enqueue) from happening."""
     invocation_id = batch.invocation_id
     for record in batch.new_interrupts:
         transaction.on_commit(
-            lambda i=record.id: interrupt_opened.send(
+            lambda i=record.id: interrupt_opened.send_robust(
                 sender=WriteBatch, interrupt_id=i, invocation_id=invocation_id
             ),
             using=using,
+            robust=True,
         )
     for resolution in batch.resolutions:
         transaction.on_commit(
-            lambda r=resolution: interrupt_resolved.send(
+            lambda r=resolution: interrupt_resolved.send_robust(
                 sender=WriteBatch,
                 interrupt_id=r.interrupt_id,
                 invocation_id=invocation_id,
                 status=str(r.status),
             ),
             using=using,
+            robust=True,
         )
     if batch.invocation is not None and batch.invocation.status.is_final:
         status = str(batch.invocation.status)
         transaction.on_commit(
-            lambda: invocation_finished.send(
+            lambda: invocation_finished.send_robust(
                 sender=WriteBatch, invocation_id=invocation_id, status=status
             ),
             using=using,
+            robust=True,
         )

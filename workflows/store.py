@@ -11,12 +11,13 @@ import functools
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -26,6 +27,7 @@ from .engine.errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
     InvocationCancelledError,
+    InvocationFinishedError,
     InvocationNotFoundError,
     LeaseLostError,
 )
@@ -89,6 +91,17 @@ def _is_step(batch: WriteBatch) -> bool:
     return batch.lease_owner is not None and not batch.resolutions and not batch.new_interrupts
 
 
+def _fits_one_statement(batch: WriteBatch) -> bool:
+    count = len(batch.node_runs) * len(NODE_RUN_COLUMNS) + len(batch.events) * len(EVENT_COLUMNS)
+    return count + 2 * len(batch.consumed | batch.deferred) + 16 <= MAX_PARAMETERS
+
+
+def _parts(items: Iterable[Any], columns: int) -> list[list[Any]]:
+    """`items` in lists small enough for one statement of `columns` values per row."""
+    items, size = list(items), MAX_PARAMETERS // columns
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 @functools.cache
 def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
     connection = connections[using]
@@ -114,10 +127,26 @@ def _uuid(value: Any) -> str:
 
 
 def _when(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(value)  # SQLite keeps naive UTC text
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+    """A stored datetime, aware on every backend (SQLite hands back naive ones)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else parse_datetime(value)
+    if timezone.is_aware(parsed):
+        return parsed
+    # Naive: UTC with USE_TZ (how Django stores it on SQLite), else the current time zone.
+    return timezone.make_aware(parsed, UTC if settings.USE_TZ else None)
+
+
+def _stored_time(value: datetime | None) -> datetime | None:
+    """A datetime as the ORM stores it: naive local time without USE_TZ."""
+    if value is not None and not settings.USE_TZ and timezone.is_aware(value):
+        return timezone.make_naive(value)
+    return value
+
+
+# Bind parameters per statement, under SQLite's default limit (32,766) and PostgreSQL's
+# (65,535), so a wide parallel worker's transition is split into several statements.
+MAX_PARAMETERS = 30_000
 
 
 INVOCATION_READ = ["id", "workflow_name", "status", "input", "output", "error", "session_id"]
@@ -129,6 +158,7 @@ INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
     *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
     *("resolved_by_id", "resolved_at", "deadline", "assignees", "quorum", "four_eyes"),
+    "deferred",
 ]
 JSON_COLUMNS = {
     *("input", "output", "interrupt_ids", "resume_inputs", "payload", "response_schema"),
@@ -202,6 +232,7 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         assignees,
         quorum,
         four_eyes,
+        deferred,
     ) = row
     return InterruptRecord(
         id=id_,
@@ -225,6 +256,7 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         status=InterruptStatus(status),
         response=_json(response),
         consumed=bool(consumed),
+        deferred=bool(deferred),
         resolved_by=resolved_by_id,
         resolved_at=_when(resolved_at),
         deadline=_when(deadline),
@@ -275,7 +307,7 @@ def interrupt_row(record: InterruptRecord) -> Interrupt:
         response_schema=request["response_schema"],
         timeout_seconds=request["timeout"],
         on_timeout=None if request["on_timeout"] == FAIL_ON_TIMEOUT else request["on_timeout"],
-        deadline=record.deadline,
+        deadline=_stored_time(record.deadline),
         status=record.status,
         assignees=request["assignees"],
         quorum=request["quorum"],
@@ -294,7 +326,10 @@ class DjangoStore:
     def _select(self, sql: str, params: list[Any], *, lock: bool = False) -> list[tuple]:
         connection = connections[self.using]
         if lock and connection.features.has_select_for_update:
-            sql += " FOR UPDATE"
+            # NO KEY UPDATE: the row locks of this app never block the KEY SHARE locks that
+            # inserting an event or an interrupt takes on its invocation.
+            no_key = connection.features.has_select_for_no_key_update
+            sql += " FOR NO KEY UPDATE" if no_key else " FOR UPDATE"
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
@@ -323,6 +358,13 @@ class DjangoStore:
             invocation=invocation,
             node_runs=dict(node_run_state(r) for r in runs),
             interrupts={record.id: record for record in map(interrupt_record, interrupts)},
+        )
+
+    def lock_invocation_sync(self, invocation_id: str) -> None:
+        """Lock the invocation row for this transaction: the first lock every write path
+        takes (the one lock order), before any of the invocation's interrupt rows."""
+        self._select(
+            f"SELECT id FROM {INVOCATIONS} WHERE id = %s", [self._pk(invocation_id)], lock=True
         )
 
     def load_interrupts_sync(
@@ -354,7 +396,7 @@ class DjangoStore:
     def commit_sync(self, batch: WriteBatch) -> bool:
         now = timezone.now()
         connection = connections[self.using]
-        if connection.vendor == "postgresql" and _is_step(batch):
+        if connection.vendor == "postgresql" and _is_step(batch) and _fits_one_statement(batch):
             self._commit_step_postgresql(connection, batch, now)
         else:
             self._commit_statements(connection, batch, now)
@@ -381,6 +423,13 @@ class DjangoStore:
                     f"UPDATE {INTERRUPTS} SET consumed = %s WHERE id IN ({_marks(len(ids))}) "
                     f"AND status IN (%s, %s)",
                     [True, *ids, *ANSWERED],
+                )
+            if batch.deferred:
+                ids = sorted(batch.deferred)
+                cursor.execute(
+                    f"UPDATE {INTERRUPTS} SET deferred = %s WHERE id IN ({_marks(len(ids))}) "
+                    f"AND consumed = %s",
+                    [True, *ids, False],
                 )
             signals.announce(batch, self.using)
 
@@ -415,6 +464,14 @@ class DjangoStore:
                 f"AND EXISTS (SELECT 1 FROM inv))"
             )
             params += [*ids, *ANSWERED]
+        if batch.deferred:
+            ids = sorted(batch.deferred)
+            parts.append(
+                f"deferred AS (UPDATE {INTERRUPTS} SET deferred = true "
+                f"WHERE id IN ({_marks(len(ids))}) AND consumed = false "
+                f"AND EXISTS (SELECT 1 FROM inv))"
+            )
+            params += ids
         with connection.cursor() as cursor:
             cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM inv", params)
             (written,) = cursor.fetchone()
@@ -426,7 +483,20 @@ class DjangoStore:
         return Invocation._meta.pk.get_db_prep_value(invocation_id, connections[self.using])
 
     def _datetime(self, value: Any) -> Any:
-        return connections[self.using].ops.adapt_datetimefield_value(value)
+        return connections[self.using].ops.adapt_datetimefield_value(_stored_time(value))
+
+    def _clock(self, now: Any) -> tuple[str, list[Any]]:
+        """SQL for the current time. Leases are judged on the database's clock, not on
+        each worker's (SQLite is embedded: its clock is this machine's)."""
+        if connections[self.using].vendor == "postgresql":
+            return "clock_timestamp()", []
+        return "%s", [self._datetime(now)]
+
+    def _lease_expiry(self, now: Any, seconds: float) -> tuple[str, list[Any]]:
+        """SQL for the time a lease taken now for `seconds` expires."""
+        if connections[self.using].vendor == "postgresql":
+            return "clock_timestamp() + %s * interval '1 second'", [float(seconds)]
+        return "%s", [self._datetime(now + timedelta(seconds=seconds))]
 
     def _invocation_update(self, batch: WriteBatch, now: Any) -> tuple[str, list[Any]]:
         """The UPDATE that renews the lease and refuses writes to a cancelled invocation."""
@@ -447,17 +517,22 @@ class DjangoStore:
                 assignments.append("finished_at = %s")
                 values.append(self._datetime(now))
         conditions, arguments = ["id = %s"], [self._pk(batch.invocation_id)]
-        if invocation is None or invocation.status != NodeStatus.CANCELLED:
-            conditions.append("status <> %s")
-            arguments.append(NodeStatus.CANCELLED)
         if batch.lease_owner is not None:
+            # A run writes only while the invocation is open: no write of a run changes a
+            # final status (cancelled, or failed by the deadline sweep meanwhile).
+            conditions.append(f"status IN ({_marks(len(OPEN_STATUSES))})")
+            arguments += OPEN_STATUSES
             if batch.release_lease:
                 assignments += ["lease_owner = ''", "lease_expires_at = NULL"]
             else:
-                assignments.append("lease_expires_at = %s")
-                values.append(self._datetime(now + timedelta(seconds=self.lease_seconds)))
+                expiry, expiry_params = self._lease_expiry(now, self.lease_seconds)
+                assignments.append(f"lease_expires_at = {expiry}")
+                values += expiry_params
             conditions.append("lease_owner = %s")
             arguments.append(batch.lease_owner)
+        elif invocation is None or invocation.status != NodeStatus.CANCELLED:
+            conditions.append("status <> %s")
+            arguments.append(NodeStatus.CANCELLED)
         sql = f"UPDATE {INVOCATIONS} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
         return sql, values + arguments
 
@@ -480,6 +555,8 @@ class DjangoStore:
             self._create_invocation(batch.invocation)
         elif status == NodeStatus.CANCELLED:
             raise InvocationCancelledError(f"invocation {batch.invocation_id} was cancelled")
+        elif status is not None and NodeStatus(status).is_final:
+            raise InvocationFinishedError(f"invocation {batch.invocation_id} is {status}")
         else:
             raise LeaseLostError(f"invocation {batch.invocation_id} is leased to another run")
 
@@ -505,7 +582,7 @@ class DjangoStore:
                 status=resolution.status,
                 response=resolution.response,
                 resolved_by_id=resolution.actor,
-                resolved_at=resolution.at or now,
+                resolved_at=_stored_time(resolution.at or now),
             )
         )
         if not updated:
@@ -569,16 +646,20 @@ class DjangoStore:
         return ", ".join([f"({marks or _marks(len(columns))})"] * count)
 
     def _upsert_node_runs(self, cursor: Any, batch: WriteBatch, now: Any) -> None:
-        rows, values = self._node_run_values(batch, now)
-        cursor.execute(
-            f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
-            f"{NODE_RUN_CONFLICT}",
-            values,
-        )
+        for part in _parts(batch.node_runs.items(), len(NODE_RUN_COLUMNS)):
+            rows, values = self._node_run_values(replace(batch, node_runs=dict(part)), now)
+            cursor.execute(
+                f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
+                f"{NODE_RUN_CONFLICT}",
+                values,
+            )
 
     def _insert_events(self, cursor: Any, batch: WriteBatch) -> None:
-        rows, values = self._event_values(batch)
-        cursor.execute(f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}", values)
+        for part in _parts(batch.events, len(EVENT_COLUMNS)):
+            rows, values = self._event_values(replace(batch, events=part))
+            cursor.execute(
+                f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}", values
+            )
 
     def _create_interrupts(self, records: list[InterruptRecord]) -> None:
         try:
@@ -594,18 +675,15 @@ class DjangoStore:
     # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         now = timezone.now()
+        expiry, expiry_params = self._lease_expiry(now, ttl)
+        clock, clock_params = self._clock(now)
         take = (
-            f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = %s "
-            f"WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
-            f"OR lease_expires_at < %s) RETURNING {INVOCATION_COLUMNS}"
+            f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = {expiry}, "
+            # A run took it: a later stall may be recovered again at once.
+            f"recovery_enqueued_at = NULL WHERE id = %s AND (lease_owner = '' OR lease_owner = %s "
+            f"OR lease_expires_at < {clock}) RETURNING {INVOCATION_COLUMNS}"
         )
-        params = [
-            owner,
-            self._datetime(now + timedelta(seconds=ttl)),
-            self._pk(invocation_id),
-            owner,
-            self._datetime(now),
-        ]
+        params = [owner, *expiry_params, self._pk(invocation_id), owner, *clock_params]
         # Take the lease, then read the checkpoint in statements of their own. Not in one
         # statement (a CTE): on PostgreSQL, when the UPDATE waits for the previous holder's
         # last write, it sees that write once committed, but the rest of the statement keeps
@@ -620,6 +698,23 @@ class DjangoStore:
             raise InvocationNotFoundError(invocation_id)
         return None
 
+    def renew_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+        """Extend `owner`'s lease by `ttl` from now. False: another run holds the lease, or
+        the invocation is finished; None: the row is not visible here (not committed yet)."""
+        now = timezone.now()
+        expiry, expiry_params = self._lease_expiry(now, ttl)
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {INVOCATIONS} SET lease_expires_at = {expiry} "
+                f"WHERE id = %s AND lease_owner = %s AND status IN "
+                f"({_marks(len(OPEN_STATUSES))})",
+                [*expiry_params, self._pk(invocation_id), owner, *OPEN_STATUSES],
+            )
+            if cursor.rowcount:
+                return True
+        visible = Invocation.objects.using(self.using).filter(pk=invocation_id).exists()
+        return False if visible else None
+
     def release_lease_sync(self, invocation_id: str, owner: str) -> bool:
         with connections[self.using].cursor() as cursor:
             cursor.execute(
@@ -631,11 +726,11 @@ class DjangoStore:
         return row is not None and row[0] in OPEN_STATUSES and self._answers_waiting(invocation_id)
 
     def _answers_waiting(self, invocation_id: str) -> bool:
-        """Whether answers wait that no run consumed."""
+        """Whether answers wait that no pass has seen."""
         rows = self._select(
             f"SELECT 1 FROM {INTERRUPTS} WHERE invocation_id = %s AND consumed = %s "
-            f"AND status IN (%s, %s) LIMIT 1",
-            [self._pk(invocation_id), False, *ANSWERED],
+            f"AND deferred = %s AND status IN (%s, %s) LIMIT 1",
+            [self._pk(invocation_id), False, False, *ANSWERED],
         )
         return bool(rows)
 
@@ -673,6 +768,18 @@ class DjangoStore:
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         return await _in_caller_thread(self.release_lease_sync, invocation_id, owner)
+
+    async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+        """The heartbeat: on a connection of its own, in a thread of its own, so it
+        renews the lease while a synchronous node body holds the caller's thread."""
+
+        def renew() -> bool | None:
+            try:
+                return self.renew_lease_sync(invocation_id, owner, ttl)
+            finally:
+                connections[self.using].close()
+
+        return await sync_to_async(renew, thread_sensitive=False)()
 
 
 async def _in_caller_thread(func: Any, *args: Any) -> Any:

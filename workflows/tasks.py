@@ -1,20 +1,27 @@
 """Celery tasks: thin wrappers over services. Human waits never sit in the broker: a task
 exists only while there is engine work to do."""
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from . import services, webhooks
 from .models import IdempotencyKey
 
 
 @shared_task(
+    bind=True,
     name="workflows.tasks.run_invocation",
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
+    max_retries=None,
 )
-def run_invocation(invocation_id: str) -> None:
-    services.execute(invocation_id)
+def run_invocation(self: Task, invocation_id: str) -> None:
+    retry_after = services.execute(invocation_id)
+    # Another run holds the lease. If it is alive it picks up this work itself; if its
+    # worker died, the lease expires and this delivery takes over then, instead of the
+    # work waiting for recover_stalled. (In-process tasks run inside that other run.)
+    if retry_after is not None and not self.request.is_eager:
+        raise self.retry(countdown=retry_after + 0.5)
 
 
 @shared_task(name="workflows.tasks.expire_overdue_interrupts", ignore_result=True)

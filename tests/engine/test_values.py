@@ -49,8 +49,8 @@ async def test_outputs_are_stored_as_django_json_encodes_them():
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
-        (b"raw bytes", "a bytes cannot be stored as JSON"),
-        ({1, 2}, "a set cannot be stored as JSON"),
+        (b"raw bytes", "type bytes cannot be stored as JSON"),
+        ({1, 2}, "type set cannot be stored as JSON"),
         (float("nan"), "NaN and Infinity are not JSON"),
         ({"x": float("inf")}, "NaN and Infinity are not JSON"),
         ("nul \x00 inside", "NUL character"),

@@ -136,6 +136,27 @@ class DefinitionChangedError(WorkflowError):
     code = "definition_changed"
 
 
+class IdempotencyKeyReusedError(WorkflowError):
+    """An idempotency key already started an invocation with another workflow or input."""
+
+    code = "idempotency_key_reused"
+
+    def __init__(self, key: str, invocation_id: str):
+        self.key = key
+        self.invocation_id = invocation_id
+        super().__init__(
+            f"idempotency key {key!r} already started invocation {invocation_id} "
+            "with another workflow or input"
+        )
+
+
+class InvocationFinishedError(ExecutionAbortedError):
+    """Raised inside a running execution whose invocation reached a final status
+    meanwhile (failed by the deadline sweep, say): no write changes a final status."""
+
+    code = "invocation_finished"
+
+
 class LeaseLostError(ExecutionAbortedError):
     """The execution lease expired and another worker took the invocation over."""
 

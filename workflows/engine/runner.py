@@ -12,6 +12,7 @@ from .errors import (
     ExecutionAbortedError,
     InterruptNotPendingError,
     InvocationNotFoundError,
+    LeaseLostError,
 )
 from .events import Event, FunctionResponse, RequestInput
 from .node_runner import ChildFailedError
@@ -122,27 +123,62 @@ class Runner:
         await self.advance(invocation_id)
         return await self.result(invocation_id)
 
-    async def advance(self, invocation_id: str, *, wait: bool = True) -> None:
+    async def advance(self, invocation_id: str, *, wait: bool = True) -> bool:
         """Execute whatever the invocation has to do now, under its execution lease.
 
-        With `wait=False`, return at once when another run holds the lease: that run picks
-        up any answer accepted before it releases the lease.
+        With `wait=False`, return False at once when another run holds the lease (that run
+        picks up any answer accepted before it releases the lease); else return True.
         """
         owner = new_id()
         while True:
             checkpoint = await self.store.acquire_lease(invocation_id, owner, self.lease_ttl)
             if checkpoint is None:
                 if not wait:
-                    return
+                    return False
                 await asyncio.sleep(0.005)
                 continue
             try:
-                more = await self._execute(checkpoint, owner)
+                more = await self._execute_leased(checkpoint, owner)
+            except LeaseLostError:
+                return True  # another run took the invocation over; it carries on
             except BaseException:
                 await self.store.release_lease(invocation_id, owner)
                 raise
             if not more:
-                return
+                return True
+
+    async def _execute_leased(self, checkpoint: Checkpoint, owner: str) -> bool:
+        """`_execute`, with a heartbeat renewing the lease every third of its length while
+        node bodies run; a run that loses its lease is stopped before its next write."""
+        renew = getattr(self.store, "renew_lease", None)
+        if renew is None:
+            return await self._execute(checkpoint, owner)
+        invocation_id = checkpoint.invocation.id
+        run = asyncio.ensure_future(self._execute(checkpoint, owner))
+        lost = asyncio.Event()
+
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(self.lease_ttl / 3)
+                try:
+                    held = await renew(invocation_id, owner, self.lease_ttl)
+                except Exception:  # cannot tell now (a busy database): ask at the next beat
+                    held = None
+                if held is False:
+                    lost.set()
+                    run.cancel()
+                    return
+
+        beating = asyncio.ensure_future(heartbeat())
+        try:
+            return await run
+        except asyncio.CancelledError:
+            if lost.is_set():
+                raise LeaseLostError(f"invocation {invocation_id}: lease lost") from None
+            run.cancel()  # the caller was cancelled: so is the pass
+            raise
+        finally:
+            beating.cancel()
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:
         checkpoint = await self.store.load_checkpoint(invocation_id)

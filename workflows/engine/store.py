@@ -11,6 +11,7 @@ from .errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
     InvocationCancelledError,
+    InvocationFinishedError,
     InvocationNotFoundError,
     LeaseLostError,
 )
@@ -46,6 +47,10 @@ class Store(Protocol):
         """Take the invocation's execution lease and return its checkpoint; None when
         another live owner holds the lease. Raise InvocationNotFoundError when unknown."""
 
+    # Optional: a store that offers it gets a heartbeat while node bodies run.
+    # async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+    #     """Extend owner's lease; False when lost, None when it cannot tell now."""
+
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
         answers no pass has seen (they arrived while this run held the lease)."""
@@ -66,6 +71,9 @@ def check_batch(
     cancelling = batch.invocation is not None and batch.invocation.status == NodeStatus.CANCELLED
     if invocation is not None and invocation.status == NodeStatus.CANCELLED and not cancelling:
         raise InvocationCancelledError(f"invocation {batch.invocation_id} was cancelled")
+    if invocation is not None and invocation.status.is_final and batch.lease_owner is not None:
+        # No write of a run changes a final status.
+        raise InvocationFinishedError(f"invocation {batch.invocation_id} is {invocation.status}")
     for resolution in batch.resolutions:
         current = interrupts.get(resolution.interrupt_id)
         if current is None or current.status != InterruptStatus.PENDING:
@@ -157,6 +165,13 @@ class InMemoryStore:
         self._leases[invocation_id] = (owner, now + ttl)
         self._lease_ttls[invocation_id] = ttl
         return await self.load_checkpoint(invocation_id)
+
+    async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+        holder = self._leases.get(invocation_id)
+        if holder is None or holder[0] != owner or self.invocations[invocation_id].status.is_final:
+            return False
+        self._leases[invocation_id] = (owner, time.monotonic() + ttl)
+        return True
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         if self._leases.get(invocation_id, (None,))[0] == owner:

@@ -57,7 +57,7 @@ def _default(value: Any) -> Any:
         return _duration_iso(value)
     if isinstance(value, decimal.Decimal | uuid.UUID):
         return str(value)
-    raise TypeError(f"a {type(value).__name__} cannot be stored as JSON")
+    raise TypeError(f"a value of type {type(value).__name__} cannot be stored as JSON")
 
 
 def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
