@@ -40,13 +40,15 @@ class Health:
 
 def stalled_invocations(now: datetime, older_than: timedelta) -> Q:
     """Open invocations nobody is running although they have work: PENDING or RUNNING with
-    no live lease, or holding an answer no run applied, for longer than `older_than`."""
+    no live lease, or holding an answer no pass has seen (not deferred), for longer than
+    `older_than`: what services.recover_stalled re-enqueues, still there."""
     before = now - older_than
     unleased = Q(lease_owner="") | Q(lease_expires_at__lt=now)
     idle = Q(status__in=[NodeStatus.PENDING, NodeStatus.RUNNING], updated_at__lt=before)
     unapplied = Q(
         status__in=OPEN_STATUSES,
         interrupts__consumed=False,
+        interrupts__deferred=False,
         interrupts__status__in=ANSWERED,
         interrupts__resolved_at__lt=before,
     )

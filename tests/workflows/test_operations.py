@@ -142,6 +142,9 @@ def test_answer_not_applied_needs_attention():
     code, out, _ = status()
     assert code == 1
     assert "Stalled invocations: 1" in out
+    # An answer a pass saw but could not apply yet (deferred) is not work waiting.
+    Interrupt.objects.filter(invocation=invocation).update(deferred=True)
+    assert "Stalled invocations: 0" in status()[1]
 
 
 def test_recent_failures_need_attention():
