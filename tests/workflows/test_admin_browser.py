@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from tests.factories import StaffFactory
+from tests.factories import ApproverFactory, StaffFactory, grant_answer
 from workflows import services
 from workflows.models import Interrupt, Invocation
 
@@ -98,7 +99,9 @@ def open_monitor(page, url: str) -> dict:
 
 
 def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
-    admin = StaffFactory()
+    # A finance approver (not a superuser) who may also look at the monitor.
+    fiona = grant_answer(ApproverFactory(username="fiona"), "view_invocation")
+    fiona.groups.add(Group.objects.create(name="finance"), Group.objects.create(name="moderators"))
     large = services.start("expense_approval", {"employee": "Linus", "amount": 2500.0})
     manager = Interrupt.objects.get(invocation=large, path__contains="manager_approval")
     services.submit_function_responses([{"id": manager.id, "response": {"approved": True}}])
@@ -111,7 +114,7 @@ def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
         "admin:workflows_invocation_change", args=[moderation.pk]
     )
 
-    with browser(admin.username) as page:
+    with browser(fiona.username) as page:
         picture = open_monitor(page, large_url)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "monitor.png")
@@ -142,7 +145,9 @@ def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
     }
     linked = {node_id for node_id, node in nodes.items() if node["link"]}
     assert linked == {"expense_approval/large_expense/finance_approval"}
-    assert finance.id in decision_page
+    assert decision_page == live_server.url + reverse(
+        "admin:approvals_pendingapproval_change", args=[finance.id]
+    )
     assert picture["overflowing"] == [] and picture["pageWidth"] <= WIDTH
 
     squares = worker_picture["items"]

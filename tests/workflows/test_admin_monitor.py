@@ -40,6 +40,17 @@ def viewer(*codenames: str):
     return user
 
 
+def approver(*groups: str):
+    """A staff approver in `groups` who may also view the monitor (no superuser)."""
+    user = viewer("answer_interrupt")
+    user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in groups))
+    return user
+
+
+def record_url(interrupt_id: str) -> str:
+    return reverse("admin:workflows_interrupt_change", args=[interrupt_id])
+
+
 def change_url(invocation: Invocation) -> str:
     return reverse("admin:workflows_invocation_change", args=[invocation.pk])
 
@@ -125,9 +136,10 @@ def test_graph_pages_need_the_view_permission(client):
 # --- the invocation page ------------------------------------------------------------------------
 
 
-def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(admin_client):
+def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(client):
+    client.force_login(approver("managers", "finance"))
     invocation = services.start("expense_approval", LARGE_EXPENSE)
-    response = admin_client.get(change_url(invocation))
+    response = client.get(change_url(invocation))
     assert response.status_code == 200
     content = response.content.decode()
     assert "View invocation" in content and "Change invocation" not in content
@@ -146,6 +158,28 @@ def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(
         assert f"</span>{status}</li>" in content  # the legend
 
 
+def test_who_may_not_answer_a_question_is_linked_to_its_record(client):
+    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
+    waiting = "expense_approval/large_expense/finance_approval"
+    # A superuser outside the finance group: the assignees bind superusers too.
+    for user in (StaffFactory(), viewer(), approver("managers")):
+        client.force_login(user)
+        assert nodes_by_id(page_graph(client.get(change_url(invocation))))[waiting]["url"] == (
+            record_url(finance.id)
+        )
+    # A finance approver who already approved waits for the second approval.
+    fiona = approver("finance")
+    client.force_login(fiona)
+    assert nodes_by_id(page_graph(client.get(change_url(invocation))))[waiting]["url"] == (
+        decision_url(finance.id)
+    )
+    services.decide(finance.id, {"approved": True}, actor=fiona)
+    assert nodes_by_id(page_graph(client.get(change_url(invocation))))[waiting]["url"] == (
+        record_url(finance.id)
+    )
+
+
 def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
     invocation = services.start("expense_approval", LARGE_EXPENSE)
     finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
@@ -158,7 +192,8 @@ def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
     assert "fiona: approved “budgeted”" in questions
 
 
-def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one(admin_client):
+def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one(client):
+    client.force_login(approver("moderators"))
     invocation = services.start(
         "content_moderation", {"posts": ["Hello", "Buy cheap pills", "Nice photo"]}
     )
@@ -166,7 +201,7 @@ def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one
     services.submit_function_responses(
         [{"id": questions[1].id, "response": {"decision": "remove", "reason": "spam"}}]
     )
-    worker = nodes_by_id(page_graph(admin_client.get(change_url(invocation))))[
+    worker = nodes_by_id(page_graph(client.get(change_url(invocation))))[
         "content_moderation/review_post"
     ]
     assert worker["status"] == "WAITING"
@@ -246,21 +281,19 @@ def test_an_invocation_of_a_workflow_no_longer_registered_still_shows(admin_clie
     assert 'title="retired@1/gone@1">gone@1<' in content  # its node runs still show
 
 
-def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(admin_client):
+def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(client):
+    client.force_login(approver("managers"))
     invocation = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
     question = Interrupt.objects.get(invocation=invocation)
     inbox_url = reverse("admin:approvals_pendingapproval_change", args=[question.id])
-    record_url = reverse("admin:workflows_interrupt_change", args=[question.id])
     assert decision_url(question.id) == inbox_url
-    assert (
-        f'<a href="{inbox_url}">Approve an expense'
-        in admin_client.get(change_url(invocation)).content.decode()
-    )
-    assert admin_client.get(inbox_url).status_code == 200
+    content = client.get(change_url(invocation)).content.decode()
+    assert f'<a href="{inbox_url}">Approve an expense' in content
+    assert client.get(inbox_url).status_code == 200
     services.submit_function_responses([{"id": question.id, "response": {"approved": True}}])
-    content = admin_client.get(change_url(invocation)).content.decode()
-    assert f'<a href="{record_url}">Approve an expense' in content
-    assert admin_client.get(record_url).status_code == 200
+    content = client.get(change_url(invocation)).content.decode()
+    assert f'<a href="{record_url(question.id)}">Approve an expense' in content
+    assert client.get(record_url(question.id)).status_code == 200
 
 
 def test_without_the_approvals_inbox_questions_link_to_the_interrupt_page(monkeypatch):
