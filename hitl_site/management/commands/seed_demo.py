@@ -114,8 +114,6 @@ class Command(BaseCommand):
         self.decide(revised, "review", {"approved": False}, admin, "add the termination clause")
 
     @staticmethod
-    def decide(
-        invocation: Invocation, node: str, response: dict, actor: Any, comment: str
-    ) -> None:
+    def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:
         question = invocation.interrupts.get(status="pending", path__contains=f"/{node}@")
         services.decide(question.id, {**response, "comment": comment}, actor=actor)
