@@ -2,6 +2,7 @@
 worker and periodic-job heartbeats, and log records carrying the invocation and node path."""
 
 import logging
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -82,7 +83,7 @@ def test_status_is_healthy_and_lists_questions_by_workflow():
     code, out, err = status()
     assert code == 0, err
     assert "Pending questions: 3" in out
-    assert "  chatty: 1, oldest asked 0 s ago" in out
+    assert "  chatty: 1, oldest asked " in out
     assert "  expense_approval: 2, oldest asked 3 h ago" in out
     assert f"Oldest waiting: {oldest.pk} ({oldest.path}), asked 3 h ago" in out
     assert "Workers: none needed (Celery runs tasks eagerly, in-process)" in out
@@ -168,7 +169,7 @@ def test_with_a_broker_a_live_worker_is_needed():
     code, out, err = status()
     assert code == 0, err
     assert "Workers: 1 alive" in out
-    assert "celery@status-test: alive, last seen 0 s ago" in out
+    assert re.search(r"celery@status-test: alive, last seen \d+ s ago", out)
 
 
 # --- heartbeats -------------------------------------------------------------------------------
