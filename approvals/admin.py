@@ -171,7 +171,7 @@ class PendingApprovalAdmin(admin.ModelAdmin):
     def _decide_all(self, request: HttpRequest, queryset: QuerySet, *, approved: bool) -> None:
         verb = "Approved" if approved else "Rejected"
         answered, skipped = 0, []
-        for interrupt in queryset:
+        for interrupt in queryset.defer(None):  # the schemas are needed here
             label = Truncator(interrupt.message or interrupt.pk).chars(60)
             if not is_approval(interrupt.response_schema):
                 skipped.append(f"{label}: its answer is not a yes/no; open it to answer")

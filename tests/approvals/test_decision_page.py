@@ -216,3 +216,111 @@ def test_bulk_approve_answers_what_it_can_and_says_why_it_skipped(login, approve
     assert any("Needs a comment" in m and "'comment' is a required property" in m for m in shown)
     assert status_of(plain)[0] == InterruptStatus.RESOLVED
     assert status_of(graded)[0] == status_of(needs_comment)[0] == InterruptStatus.PENDING
+
+
+def one_property(name: str, schema: dict, required: bool = True) -> dict:
+    return {
+        "type": "object",
+        "properties": {name: schema},
+        "required": [name] if required else [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "html", "posted", "answer"),
+    [
+        (
+            one_property("ok", {"type": "boolean", "title": "All good", "description": "Tick"}),
+            ['type="checkbox" name="ok"', "All good", "Tick"],
+            {"ok": "on"},
+            {"ok": True},
+        ),
+        (
+            one_property("size", {"enum": ["S", "M", 3]}),
+            ['<select name="size"', '<option value="3">3</option>'],
+            {"size": "3"},
+            {"size": 3},
+        ),
+        (
+            one_property("day", {"type": "string", "format": "date"}),
+            ['type="date" name="day"'],
+            {"day": "2027-01-31"},
+            {"day": "2027-01-31"},
+        ),
+        (
+            one_property("at", {"type": "string", "format": "date-time"}),
+            ['type="datetime-local" name="at"'],
+            {"at": "2027-01-31T08:15"},
+            {"at": "2027-01-31T08:15:00+00:00"},
+        ),
+        (
+            one_property("mail", {"type": "string", "format": "email"}),
+            ['type="email" name="mail"'],
+            {"mail": "ada@example.com"},
+            {"mail": "ada@example.com"},
+        ),
+        (
+            one_property("score", {"type": "integer", "minimum": 1, "maximum": 5}),
+            ['type="number" name="score"', 'min="1"', 'max="5"'],
+            {"score": "4"},
+            {"score": 4},
+        ),
+        (
+            one_property("ratio", {"type": "number", "minimum": 0, "maximum": 1}),
+            ['name="ratio"', 'step="any"', 'max="1"'],
+            {"ratio": "0.25"},
+            {"ratio": 0.25},
+        ),
+        (
+            one_property(
+                "address",
+                {"type": "object", "properties": {"city": {"type": "string", "maxLength": 50}}},
+            ),
+            ['name="address__city"'],
+            {"address__city": "Oslo"},
+            {"address": {"city": "Oslo"}},
+        ),
+        (
+            one_property("tags", {"type": "array", "items": {"enum": ["red", "blue"]}}),
+            ['type="checkbox" name="tags" value="&quot;red&quot;"'],
+            {"tags": ['"red"', '"blue"']},
+            {"tags": ["red", "blue"]},
+        ),
+        (
+            one_property("lines", {"type": "array", "items": {"type": "object"}}),
+            ["data-django-jsonform", "django_jsonform/react-json-form.js"],
+            {"lines": '[{"sku": "A1"}]'},
+            {"lines": [{"sku": "A1"}]},
+        ),
+    ],
+)
+def test_each_schema_mapping_through_the_page(login, approver, schema, html, posted, answer):
+    interrupt = ask(message="Fill it in", response_schema=schema)
+    client = login(approver)
+    page = client.get(decision_url(interrupt)).content.decode()
+    for marker in html:
+        assert marker in page
+    response = client.post(decision_url(interrupt), posted)
+    assert response.status_code == 302, response.context["form"].errors
+    assert Invocation.objects.get(pk=interrupt.invocation_id).output == answer
+
+
+@pytest.mark.parametrize(
+    ("schema", "posted", "field", "message"),
+    [
+        (one_property("score", {"type": "integer", "maximum": 5}), {"score": "9"}, "score", "5"),
+        (one_property("mail", {"type": "string", "format": "email"}), {"mail": "x"}, "mail", ""),
+        (one_property("size", {"enum": ["S"]}), {"size": '"XL"'}, "size", "valid choice"),
+        (one_property("day", {"type": "string", "format": "date"}), {"day": "soon"}, "day", ""),
+        (one_property("n", {"type": "integer", "multipleOf": 2}), {"n": "3"}, "n", "multiple"),
+    ],
+)
+def test_bad_values_show_on_their_field_and_store_nothing(
+    login, approver, schema, posted, field, message
+):
+    interrupt = ask(response_schema=schema)
+    response = login(approver).post(decision_url(interrupt), posted)
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert field in errors and message in errors[field][0]
+    assert not Decision.objects.exists()

@@ -291,3 +291,27 @@ def test_twenty_approvers_at_once_on_a_quorum_of_three(transactional_db):
     assert {d["actor"] for d in response["response"]["decisions"]} == counted
     invocation = finished(interrupt)
     assert invocation.status == NodeStatus.COMPLETED, invocation.error
+
+
+@pytest.mark.postgres
+def test_one_person_deciding_twice_at_once_counts_once(transactional_db):
+    require_postgres("row locks and concurrent connections")
+    ann = ApproverFactory(username="ann")
+    interrupt = ask(quorum=2)
+    lock = threading.Lock()
+    outcomes: list[str] = []
+
+    def decide():
+        try:
+            services.decide(interrupt.pk, {"approved": True}, actor=ann)
+            outcome = "counted"
+        except AlreadyDecidedError:
+            outcome = "already decided"
+        with lock:
+            outcomes.append(outcome)
+
+    _, errors = run_at_once([decide] * 10)
+    assert errors == [], describe(errors)
+    assert sorted(outcomes) == ["already decided"] * 9 + ["counted"]
+    assert Decision.objects.filter(interrupt=interrupt).count() == 1
+    assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
