@@ -282,3 +282,29 @@ def test_records_outside_a_run_say_so(caplog):
         ("inv-1", "w@1/n@1"),
         ("-", "-"),
     ]
+
+
+def test_a_worker_heartbeat_reconnects_after_the_database_dropped_it(caplog):
+    import psycopg
+    from django.db import connection
+
+    from tests.integration.worker import require_postgres
+
+    require_postgres("a server that can end this test's connection")
+    heartbeat.record(Heartbeat.WORKER, "celery@reconnect")
+    backend_pid = connection.connection.info.backend_pid
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [backend_pid])
+    heartbeat.record(Heartbeat.WORKER, "celery@reconnect")  # the dropped connection fails
+    assert "could not record the worker heartbeat of celery@reconnect" in caplog.text
+    before = Heartbeat.objects.get(name="celery@reconnect").seen_at
+    heartbeat.record(Heartbeat.WORKER, "celery@reconnect")  # reconnects
+    assert Heartbeat.objects.get(name="celery@reconnect").seen_at > before
