@@ -488,7 +488,7 @@ def _locked_interrupt(interrupt_id: str) -> Interrupt:
     )
     if invocation_id is None:
         raise UnknownInterruptError(interrupt_id)
-    list(Invocation.objects.select_for_update(no_key=True).filter(pk=invocation_id).values("pk"))
+    store().lock_invocation_sync(invocation_id)
     return (
         Interrupt.objects.select_for_update(no_key=True, of=("self",))
         .select_related("invocation")
@@ -546,6 +546,7 @@ def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
         )
 
 
+@write_transaction
 def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> Decision:
     """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
     first rejection of a quorum vote), submit the interrupt's answer in the same
@@ -556,64 +557,63 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
     _ensure_json(response, "response")
-    with transaction.atomic():
-        interrupt = _locked_interrupt(interrupt_id)
-        _require_answerer(actor, interrupt)
-        decisions = list(interrupt.decisions.select_related("actor"))
-        if any(d.actor_id == actor.pk for d in decisions):
-            raise AlreadyDecidedError(interrupt.pk, actor.get_username())
-        _require_pending(interrupt)
-        value = unwrap_response(response)
-        validate_response(interrupt.pk, interrupt.response_schema, value)
-        _check_quorum_vote(interrupt, value)
-        decision = Decision.objects.create(
-            interrupt=interrupt, actor=actor, response=value, comment=comment
+    interrupt = _locked_interrupt(interrupt_id)
+    _require_answerer(actor, interrupt)
+    decisions = list(interrupt.decisions.select_related("actor"))
+    if any(d.actor_id == actor.pk for d in decisions):
+        raise AlreadyDecidedError(interrupt.pk, actor.get_username())
+    _require_pending(interrupt)
+    value = unwrap_response(response)
+    validate_response(interrupt.pk, interrupt.response_schema, value)
+    _check_quorum_vote(interrupt, value)
+    decision = Decision.objects.create(
+        interrupt=interrupt, actor=actor, response=value, comment=comment
+    )
+    decisions.append(decision)
+    answer = _quorum_answer(interrupt, decisions)
+    if answer is not None:
+        submit_function_responses(
+            [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)], actor=actor
         )
-        decisions.append(decision)
-        answer = _quorum_answer(interrupt, decisions)
-        if answer is not None:
-            submit_function_responses(
-                [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)], actor=actor
-            )
-            interrupt.refresh_from_db()
-        transaction.on_commit(
-            lambda: decision_recorded.send_robust(
-                sender=Decision, decision_id=decision.pk, interrupt_id=interrupt.pk
-            )
+        interrupt.refresh_from_db()
+    transaction.on_commit(
+        lambda: decision_recorded.send_robust(
+            sender=Decision, decision_id=decision.pk, interrupt_id=interrupt.pk
         )
+    )
     return decision
 
 
+@write_transaction
 def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
     claim again changes nothing; someone else's claim raises AlreadyClaimedError (a claim
     never blocks a decision, it only tells colleagues)."""
-    with transaction.atomic():
-        interrupt = _locked_interrupt(interrupt_id)
-        _require_answerer(actor, interrupt)
-        _require_pending(interrupt)
-        if interrupt.claimed_by_id not in (None, actor.pk):
-            raise AlreadyClaimedError(interrupt.pk, interrupt.claimed_by.get_username())
-        if interrupt.claimed_by_id is None:
-            interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
-            interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    interrupt = _locked_interrupt(interrupt_id)
+    _require_answerer(actor, interrupt)
+    _require_pending(interrupt)
+    if interrupt.claimed_by_id not in (None, actor.pk):
+        raise AlreadyClaimedError(interrupt.pk, interrupt.claimed_by.get_username())
+    if interrupt.claimed_by_id is None:
+        interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
+        interrupt.save(update_fields=["claimed_by", "claimed_at"])
     return interrupt
 
 
+@write_transaction
 def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Drop the claim on an interrupt: its claimer may, and so may a supervisor
     (`workflows.reassign_interrupt`). Releasing an unclaimed interrupt changes nothing."""
-    with transaction.atomic():
-        interrupt = _locked_interrupt(interrupt_id)
-        if interrupt.claimed_by_id is None:
-            return interrupt
-        if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
-            raise PermissionDenied(
-                f"interrupt {interrupt.pk!r} is claimed by "
-                f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
-            )
-        interrupt.claimed_by, interrupt.claimed_at = None, None
-        interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    interrupt = _locked_interrupt(interrupt_id)
+    if interrupt.claimed_by_id is None:
+        return interrupt
+    if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
+        raise PermissionDenied(
+            f"interrupt {interrupt.pk!r} is claimed by "
+            f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
+        )
+    interrupt.claimed_by, interrupt.claimed_at = None, None
+    interrupt.save(update_fields=["claimed_by", "claimed_at"])
     return interrupt
 
 
@@ -647,18 +647,18 @@ def _checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
     return request.assignees
 
 
+@write_transaction
 def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrupt:
     """Replace who may answer a pending interrupt (an empty list: anyone with the answer
     permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
     and to those who may answer it now. Decisions already recorded stay."""
-    with transaction.atomic():
-        interrupt = _locked_interrupt(interrupt_id)
-        if not can_reassign(actor, interrupt):
-            raise PermissionDenied(
-                f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
-            )
-        _require_pending(interrupt)
-        interrupt.assignees = _checked_assignees(interrupt, assignees)
-        interrupt.claimed_by, interrupt.claimed_at = None, None
-        interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
+    interrupt = _locked_interrupt(interrupt_id)
+    if not can_reassign(actor, interrupt):
+        raise PermissionDenied(
+            f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
+        )
+    _require_pending(interrupt)
+    interrupt.assignees = _checked_assignees(interrupt, assignees)
+    interrupt.claimed_by, interrupt.claimed_at = None, None
+    interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
     return interrupt

@@ -17,6 +17,7 @@ from workflows.engine.errors import (
     AlreadyClaimedError,
     AlreadyDecidedError,
     InterruptNotPendingError,
+    InvocationStateError,
     ResponseValidationError,
     UnknownInterruptError,
 )
@@ -315,3 +316,46 @@ def test_one_person_deciding_twice_at_once_counts_once(transactional_db):
     assert sorted(outcomes) == ["already decided"] * 9 + ["counted"]
     assert Decision.objects.filter(interrupt=interrupt).count() == 1
     assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("round_", range(3))
+def test_decisions_racing_cancel_reach_nobody_as_a_database_error(transactional_db, round_):
+    require_postgres("row locks and concurrent connections")
+    approvers = [ApproverFactory(username=f"racer{n}") for n in range(8)]
+    interrupt = ask(quorum=3)
+    lock = threading.Lock()
+    outcomes: list[str] = []
+
+    def record(outcome: str) -> None:
+        with lock:
+            outcomes.append(outcome)
+
+    def decider(user):
+        def call():
+            try:
+                services.decide(interrupt.pk, {"approved": True}, actor=user)
+                record("counted")
+            except InterruptNotPendingError:
+                record("not pending")
+
+        return call
+
+    def cancel():
+        try:
+            services.cancel(interrupt.invocation_id)
+            record("cancelled")
+        except InvocationStateError:
+            record("too late to cancel")
+
+    _, errors = run_at_once([*map(decider, approvers), cancel])
+    assert errors == [], describe(errors)
+    stored = Interrupt.objects.get(pk=interrupt.pk)
+    counted = outcomes.count("counted")
+    assert Decision.objects.filter(interrupt=interrupt).count() == counted <= 3
+    user_events = SessionEvent.objects.filter(invocation_id=interrupt.invocation_id, author="user")
+    if stored.status == InterruptStatus.RESOLVED:
+        assert counted == 3 and user_events.count() == 1
+    else:
+        assert stored.status == InterruptStatus.CANCELLED and "cancelled" in outcomes
+        assert counted < 3 and not user_events.exists()
