@@ -224,3 +224,30 @@ async def test_a_node_over_its_timeout_fails_with_a_clear_error():
     h2 = Harness(Workflow(name="wf2", edges=[("START", raises_its_own_timeout)]))
     own = await h2.run()
     assert own.error == "TimeoutError: upstream API timed out"
+
+
+@sync
+async def test_a_schema_error_reports_every_problem_with_its_path():
+    schema = {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean"},
+            "lines": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        },
+        "required": ["approved", "comment"],
+    }
+
+    @node
+    def ask():
+        return RequestInput(interrupt_id="many-q", response_schema=schema)
+
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    await h.run()
+    before = await h.snapshot()
+    with pytest.raises(ResponseValidationError) as raised:
+        await h.resume({"many-q": {"approved": "yes", "lines": [1, -2, "x"]}})
+    fields = sorted(field for field, _ in raised.value.problems)
+    assert fields == ["approved", "comment", "lines.1", "lines.2"]
+    assert raised.value.field in fields
+    assert "lines.1" in str(raised.value) and "comment" in str(raised.value)
+    assert await h.snapshot() == before

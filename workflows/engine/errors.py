@@ -36,12 +36,21 @@ class ResponseValidationError(WorkflowError, ValueError):
 
     code = "invalid_response"
 
-    def __init__(self, interrupt_id: str | None, field: str, message: str):
+    def __init__(
+        self,
+        interrupt_id: str | None,
+        field: str,
+        message: str,
+        problems: list[tuple[str, str]] | None = None,
+    ):
         self.interrupt_id = interrupt_id
         self.field = field
         self.message = message
+        # Every (field, message) found, the one above first.
+        self.problems = problems or [(field, message)]
         where = f"interrupt {interrupt_id!r}, " if interrupt_id else ""
-        super().__init__(f"{where}field {field!r}: {message}")
+        listed = "; ".join(f"field {f!r}: {m}" for f, m in self.problems)
+        super().__init__(f"{where}{listed}")
 
 
 class AlreadyDecidedError(WorkflowError):

@@ -52,18 +52,23 @@ def unwrap_response(response: Any) -> Any:
     return response
 
 
+def _field(error: jsonschema.ValidationError) -> str:
+    """The JSON path of what an error is about (a missing property names itself)."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [name for name in error.validator_value if name not in error.instance]
+        path += missing[:1]
+    return ".".join(str(p) for p in path) or "response"
+
+
 def validate_response(interrupt_id: str, schema: dict[str, Any] | None, value: Any) -> None:
-    """Raise ResponseValidationError naming the first offending field."""
+    """Raise ResponseValidationError listing every problem, each with its JSON path (the
+    most relevant first: its field and message are the error's `field` and `message`)."""
     if not schema:
         return
     validator_cls = jsonschema.validators.validator_for(schema)
-    error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
-    if error is None:
+    errors = sorted(validator_cls(schema).iter_errors(value), key=jsonschema.exceptions.relevance)
+    if not errors:
         return
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [name for name in error.validator_value if name not in error.instance]
-        path = [*error.absolute_path, missing[0]] if missing else list(error.absolute_path)
-    else:
-        path = list(error.absolute_path)
-    field = ".".join(str(p) for p in path) or "response"
-    raise ResponseValidationError(interrupt_id, field, error.message)
+    problems = [(_field(e), e.message) for e in reversed(errors)]
+    raise ResponseValidationError(interrupt_id, *problems[0], problems=problems)
