@@ -19,7 +19,8 @@ serialization):
    Also `POST interrupts/{id}/decisions/` (a person's decision, quorum 1) for comparison.
 2. Inbox: `GET interrupts/?status=pending` (the first page, 50 rows, with the total count)
    for a member of the `managers` group, at growing numbers of pending interrupts; the
-   page time (median and p99 of 30 requests) and the SQL queries one request runs.
+   page time (median and p99 of 30 requests), the SQL queries one request runs, and the
+   database time of its two interrupt queries (the total count and the page itself).
 
 Services: PostgreSQL at $HITL_BENCH_DATABASE_URL (default
 postgres://postgres@127.0.0.1:5432/hitl_api_bench; the tables are built from the models in
@@ -227,7 +228,12 @@ def inbox(sizes: list[int]) -> list[tuple[int, list[float], int, int]]:
         assert response.status_code == 200
         with CaptureQueriesContext(connection) as queries:
             count = client.get("/api/interrupts/?status=pending").json()["count"]
-        rows.append((size, samples, len(queries), count))
+        sql = {"count": 0.0, "page": 0.0}
+        for query in queries.captured_queries:
+            if "workflows_interrupt" in query["sql"]:
+                kind = "count" if query["sql"].startswith("SELECT COUNT(*)") else "page"
+                sql[kind] += float(query["time"]) * 1000
+        rows.append((size, samples, len(queries), count, sql["count"], sql["page"]))
     return rows
 
 
@@ -258,11 +264,14 @@ def main() -> None:
             f"\nInbox: GET interrupts/?status=pending, first page of 50 with the count "
             f"({INBOX_REQUESTS} requests each)"
         )
-        print(f"{'pending':>9} {'p50 ms':>8} {'p99 ms':>8} {'queries':>8} {'count':>9}")
-        for size, samples, queries, count in inbox(sizes):
+        print(
+            f"{'pending':>9} {'p50 ms':>8} {'p99 ms':>8} {'queries':>8} {'count':>9} "
+            f"{'SQL count ms':>13} {'SQL page ms':>12}"
+        )
+        for size, samples, queries, count, count_ms, page_ms in inbox(sizes):
             print(
                 f"{size:>9,} {statistics.median(samples):8.2f} {percentile(samples, 99):8.2f} "
-                f"{queries:>8} {count:>9,}"
+                f"{queries:>8} {count:>9,} {count_ms:13.2f} {page_ms:12.2f}"
             )
     finally:
         with celery_app.connection_for_write() as conn:
