@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from workflows import services
+from workflows.admin import ReadOnlyAdmin
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.expressions import HasAnyElement
@@ -78,7 +79,7 @@ OverdueFilter = _user_filter("overdue", "overdue", _overdue)
 
 
 @admin.register(PendingApproval)
-class PendingApprovalAdmin(admin.ModelAdmin):
+class PendingApprovalAdmin(ReadOnlyAdmin):
     list_display = ["question", "workflow", "for_whom", "waited", "due", "progress"]
     list_display_links = ["question"]
     list_filter = [WorkflowFilter, AssignedToMeFilter, ClaimedByMeFilter, OverdueFilter]
@@ -101,15 +102,6 @@ class PendingApprovalAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.has_perm(ANSWER_PERMISSION)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         decided = (
@@ -328,19 +320,10 @@ def _outcome_message(decision: Decision) -> str:
 
 
 @admin.register(Decision)
-class DecisionAdmin(admin.ModelAdmin):
+class DecisionAdmin(ReadOnlyAdmin):
     """Decisions are immutable: listed and shown, never changed or deleted here."""
 
     list_display = ["interrupt", "actor", "response", "comment", "created_at"]
     list_select_related = ["interrupt", "actor"]
     search_fields = ["interrupt__id", "interrupt__message", "comment"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -2,6 +2,8 @@
 person, named errors that change nothing, and 20 approvers at once on PostgreSQL."""
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
@@ -260,31 +262,45 @@ def test_reassign_checks_names_and_who_asks():
     services.decide(interrupt.pk, {"approved": True}, actor=ben)
 
 
+def race(calls: dict[str, Callable[[], Any]], expected: dict[type, str]) -> dict[str, str]:
+    """Run the calls at once (PostgreSQL); return each one's outcome: "done", or the name
+    given in `expected` for the named error it raised. Any other error fails the test."""
+    require_postgres("row locks and concurrent connections")
+    outcomes: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def outcome_of(key: str, call: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                call()
+                outcome = "done"
+            except tuple(expected) as exc:
+                outcome = expected[type(exc)]
+            with lock:
+                outcomes[key] = outcome
+
+        return run
+
+    _, errors = run_at_once([outcome_of(key, call) for key, call in calls.items()])
+    assert errors == [], describe(errors)
+    return outcomes
+
+
+def approving(interrupt: Interrupt, user) -> Callable[[], Any]:
+    return lambda: services.decide(interrupt.pk, {"approved": True}, actor=user)
+
+
 @pytest.mark.postgres
 def test_twenty_approvers_at_once_on_a_quorum_of_three(transactional_db):
-    require_postgres("row locks and concurrent connections")
     approvers = [ApproverFactory(username=f"approver{n:02d}") for n in range(20)]
     interrupt = ask(quorum=3)
-    lock = threading.Lock()
-    outcomes: dict[str, str] = {}
-
-    def decider(user):
-        def call():
-            try:
-                services.decide(interrupt.pk, {"approved": True}, actor=user)
-                outcome = "counted"
-            except InterruptNotPendingError:
-                outcome = "not pending"
-            with lock:
-                outcomes[user.username] = outcome
-
-        return call
-
-    _, errors = run_at_once([decider(u) for u in approvers])
-    assert errors == [], describe(errors)
-    assert sorted(outcomes.values()).count("counted") == 3
+    outcomes = race(
+        {user.username: approving(interrupt, user) for user in approvers},
+        {InterruptNotPendingError: "not pending"},
+    )
+    assert sorted(outcomes.values()).count("done") == 3
     assert sorted(outcomes.values()).count("not pending") == 17
-    counted = {u for u, o in outcomes.items() if o == "counted"}
+    counted = {u for u, o in outcomes.items() if o == "done"}
     assert set(Decision.objects.values_list("actor__username", flat=True)) == counted
     user_events = SessionEvent.objects.filter(invocation_id=interrupt.invocation_id, author="user")
     assert user_events.count() == 1, "exactly one FunctionResponse"
@@ -296,24 +312,13 @@ def test_twenty_approvers_at_once_on_a_quorum_of_three(transactional_db):
 
 @pytest.mark.postgres
 def test_one_person_deciding_twice_at_once_counts_once(transactional_db):
-    require_postgres("row locks and concurrent connections")
     ann = ApproverFactory(username="ann")
     interrupt = ask(quorum=2)
-    lock = threading.Lock()
-    outcomes: list[str] = []
-
-    def decide():
-        try:
-            services.decide(interrupt.pk, {"approved": True}, actor=ann)
-            outcome = "counted"
-        except AlreadyDecidedError:
-            outcome = "already decided"
-        with lock:
-            outcomes.append(outcome)
-
-    _, errors = run_at_once([decide] * 10)
-    assert errors == [], describe(errors)
-    assert sorted(outcomes) == ["already decided"] * 9 + ["counted"]
+    outcomes = race(
+        {f"click {n}": approving(interrupt, ann) for n in range(10)},
+        {AlreadyDecidedError: "already decided"},
+    )
+    assert sorted(outcomes.values()) == ["already decided"] * 9 + ["done"]
     assert Decision.objects.filter(interrupt=interrupt).count() == 1
     assert Interrupt.objects.get(pk=interrupt.pk).status == InterruptStatus.PENDING
 
@@ -321,41 +326,20 @@ def test_one_person_deciding_twice_at_once_counts_once(transactional_db):
 @pytest.mark.postgres
 @pytest.mark.parametrize("round_", range(3))
 def test_decisions_racing_cancel_reach_nobody_as_a_database_error(transactional_db, round_):
-    require_postgres("row locks and concurrent connections")
     approvers = [ApproverFactory(username=f"racer{n}") for n in range(8)]
     interrupt = ask(quorum=3)
-    lock = threading.Lock()
-    outcomes: list[str] = []
-
-    def record(outcome: str) -> None:
-        with lock:
-            outcomes.append(outcome)
-
-    def decider(user):
-        def call():
-            try:
-                services.decide(interrupt.pk, {"approved": True}, actor=user)
-                record("counted")
-            except InterruptNotPendingError:
-                record("not pending")
-
-        return call
-
-    def cancel():
-        try:
-            services.cancel(interrupt.invocation_id)
-            record("cancelled")
-        except InvocationStateError:
-            record("too late to cancel")
-
-    _, errors = run_at_once([*map(decider, approvers), cancel])
-    assert errors == [], describe(errors)
+    calls = {user.username: approving(interrupt, user) for user in approvers}
+    calls["cancel"] = lambda: services.cancel(interrupt.invocation_id)
+    outcomes = race(
+        calls,
+        {InterruptNotPendingError: "not pending", InvocationStateError: "too late to cancel"},
+    )
     stored = Interrupt.objects.get(pk=interrupt.pk)
-    counted = outcomes.count("counted")
-    assert Decision.objects.filter(interrupt=interrupt).count() == counted <= 3
+    counted = [u for u, o in outcomes.items() if o == "done" and u != "cancel"]
+    assert Decision.objects.filter(interrupt=interrupt).count() == len(counted) <= 3
     user_events = SessionEvent.objects.filter(invocation_id=interrupt.invocation_id, author="user")
     if stored.status == InterruptStatus.RESOLVED:
-        assert counted == 3 and user_events.count() == 1
+        assert len(counted) == 3 and user_events.count() == 1
     else:
-        assert stored.status == InterruptStatus.CANCELLED and "cancelled" in outcomes
-        assert counted < 3 and not user_events.exists()
+        assert stored.status == InterruptStatus.CANCELLED and outcomes["cancel"] == "done"
+        assert len(counted) < 3 and not user_events.exists()
