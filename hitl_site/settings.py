@@ -162,6 +162,17 @@ else:
 # The queue tasks go to unless routed elsewhere (work a worker enqueues, webhook deliveries
 # among it, goes there too).
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Publishing a run is bounded in time: a broker that is down or hung (reachable, never
+# answering) costs a request a few seconds, not forever. What the request stored is safe
+# either way: recover_stalled enqueues the run later. (Redis reads the socket_* keys,
+# RabbitMQ the *_timeout ones; each ignores the others.)
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 3,
+    "read_timeout": 3,
+    "write_timeout": 3,
+}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -172,9 +183,11 @@ CELERY_WORKER_LOG_FORMAT = (
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
 CELERY_BEAT_SCHEDULE = {
+    # Cheap (indexed) and what bounds recovery after a whole worker dies: its runs' leases
+    # expire (HITL LEASE_SECONDS) and the next tick enqueues them.
     "hitl-recover-stalled": {
         "task": "workflows.tasks.recover_stalled",
-        "schedule": timedelta(seconds=30),
+        "schedule": timedelta(seconds=5),
     },
     "hitl-expire-interrupts": {
         "task": "workflows.tasks.expire_overdue_interrupts",

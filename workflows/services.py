@@ -454,11 +454,14 @@ def recover_stalled(now: datetime | None = None) -> int:
     stale = now - timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
     unleased = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
     not_recently = Q(recovery_enqueued_at__isnull=True) | Q(recovery_enqueued_at__lt=stale)
+    # A run's heartbeat keeps its lease alive: an expired lease means the run died, at
+    # once; an invocation never picked up (its message lost) counts after `stale`.
+    died = ~Q(lease_owner="") & Q(lease_expires_at__lt=Now())
+    never_taken = Q(
+        lease_owner="", updated_at__lt=stale, status__in=[NodeStatus.PENDING, NodeStatus.RUNNING]
+    )
     stalled = Invocation.objects.filter(
-        unleased,
-        not_recently,
-        status__in=[NodeStatus.PENDING, NodeStatus.RUNNING],
-        updated_at__lt=stale,
+        died | never_taken, not_recently, status__in=OPEN_STATUSES
     ).values_list("pk", flat=True)
     with_answers = Invocation.objects.filter(
         unleased,
