@@ -5,6 +5,9 @@ version defaults to a fingerprint of the graph, so it changes exactly when the g
 An invocation runs on the version it started with; when that version is gone, it runs on
 the latest one if every stored node run still has its node, else it fails with
 DefinitionChangedError.
+
+The versions of one workflow come from one module; a name two modules register is a clash
+(system check workflows.E002). An unknown name's error lists the registered ones.
 """
 
 from __future__ import annotations
