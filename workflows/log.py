@@ -71,9 +71,14 @@ def node_logger(ctx: Any, name: str = "workflows.nodes") -> NodeLoggerAdapter:
 _task_tokens: dict[str, Token[str]] = {}
 
 
-def on_task_prerun(sender: Any = None, task_id: str = "", args: Any = None, **kwargs: Any) -> None:
-    if getattr(sender, "name", None) == RUN_TASK and args:
-        _task_tokens[task_id] = invocation_id_var.set(str(args[0]))
+def on_task_prerun(
+    sender: Any = None, task_id: str = "", args: Any = None, kwargs: Any = None, **signal: Any
+) -> None:
+    if getattr(sender, "name", None) != RUN_TASK:
+        return
+    invocation_id = args[0] if args else (kwargs or {}).get("invocation_id")
+    if invocation_id is not None:
+        _task_tokens[task_id] = invocation_id_var.set(str(invocation_id))
 
 
 def on_task_postrun(sender: Any = None, task_id: str = "", **kwargs: Any) -> None:

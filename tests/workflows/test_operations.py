@@ -308,3 +308,17 @@ def test_a_worker_heartbeat_reconnects_after_the_database_dropped_it(caplog):
     before = Heartbeat.objects.get(name="celery@reconnect").seen_at
     heartbeat.record(Heartbeat.WORKER, "celery@reconnect")  # reconnects
     assert Heartbeat.objects.get(name="celery@reconnect").seen_at > before
+
+
+def test_the_run_task_names_its_invocation_however_it_was_called(caplog):
+    from workflows.tasks import run_invocation
+
+    caplog.handler.addFilter(ContextFilter())
+    caplog.set_level(logging.INFO)
+    invocation = services.start("expense_approval", EXPENSE)
+    run_invocation.apply(kwargs={"invocation_id": str(invocation.pk)})
+    run_invocation.apply(args=[str(invocation.pk)])
+    done = [r for r in caplog.records if "succeeded" in r.getMessage()]
+    assert [r.invocation_id for r in done[-2:]] == [str(invocation.pk)] * 2
+    logging.getLogger("tests.after").info("after")
+    assert caplog.records[-1].invocation_id == "-"  # each run gave its context back
