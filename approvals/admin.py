@@ -27,7 +27,13 @@ from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.expressions import HasAnyElement
 from workflows.models import Decision, Interrupt, NodeRun
-from workflows.policy import ANSWER_PERMISSION, answer_policy, assignee_names, can_reassign
+from workflows.policy import (
+    ANSWER_PERMISSION,
+    REASSIGN_PERMISSION,
+    answer_policy,
+    assignee_names,
+    can_reassign,
+)
 from workflows.registry import registry
 
 from . import display
@@ -293,6 +299,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "due": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),
             "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
+            "may_release": interrupt.claimed_by_id == request.user.pk
+            or request.user.has_perm(REASSIGN_PERMISSION),
             "monitor_url": request.user.has_perm("workflows.view_invocation")
             and _monitor_url(invocation.pk),
             "has_view_permission": True,

@@ -159,6 +159,7 @@ def test_claim_release_and_a_decision_over_someone_elses_claim(login, approver):
     client = login(bob)
     page = client.get(decision_url(interrupt)).content.decode()
     assert "Claimed by alice" in page and "You may still decide" in page
+    assert 'value="release"' not in page  # only the claimer or a supervisor may release
     response = client.post(decision_url(interrupt), {"_action": "release"}, follow=True)
     assert any("only they or a supervisor" in m for m in messages_of(response))
     response = client.post(decision_url(interrupt), {"decision": "approve"})

@@ -55,6 +55,7 @@ def test_admin_index_links_the_inbox_with_the_users_count(login, approver):
     ask(assignees=["user:bob"])
     index = login(approver).get("/admin/")
     assert b'href="/admin/approvals/pendingapproval/">Pending approvals: 2</a>' in index.content
+    assert b"2 questions wait for your decision." in index.content
 
 
 def test_filters_search_and_ordering(login, approver):
