@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.conf import settings
+from django.apps import apps
 from django.core.checks import Error, Warning, register
 
 from workflows.conf import hitl_settings
@@ -20,10 +20,8 @@ def check_approvals(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="approvals.E001",
             )
         )
-    apps = list(settings.INSTALLED_APPS)
-    if "django.contrib.admin" in apps and apps.index("approvals") > apps.index(
-        "django.contrib.admin"
-    ):
+    labels = [config.label for config in apps.get_app_configs()]  # INSTALLED_APPS order
+    if "admin" in labels and labels.index("approvals") > labels.index("admin"):
         problems.append(
             Warning(
                 "the admin index shows no pending-approvals count: Django's admin/index.html "

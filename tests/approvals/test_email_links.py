@@ -6,8 +6,6 @@ import re
 import pytest
 from django.contrib.auth.models import Group
 from django.core import mail, signing
-from django.core.management import call_command
-from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from approvals.links import DecisionLink, make_token, read_token
@@ -142,11 +140,3 @@ def test_tampered_and_expired_links_decide_nothing(client):
         expired = client.post(f"/approvals/email/{token}/")
     assert expired.status_code == 410 and b"expired" in expired.content
     assert not Decision.objects.exists()
-
-
-def test_mail_without_a_base_url_is_a_configuration_error():
-    with (
-        override_settings(HITL={"EMAIL_NOTIFICATIONS": True}),
-        pytest.raises(SystemCheckError, match=r"approvals\.E001"),
-    ):
-        call_command("check")
