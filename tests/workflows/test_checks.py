@@ -24,7 +24,10 @@ def ids(messages) -> list[str]:
 
 
 def test_the_project_as_configured_passes_every_check():
-    assert [m for m in run_checks() if m.id.startswith("workflows.")] == []
+    # E002 looks at the process-wide registry, where other tests register workflows of
+    # their own; it has tests of its own below.
+    messages = [m for m in run_checks() if m.id.startswith(("workflows.", "approvals."))]
+    assert [m for m in messages if m.id != "workflows.E002"] == []
 
 
 def test_the_checks_run_with_manage_py_check():
