@@ -32,14 +32,15 @@ def record(kind: str, name: str, *, throttle: bool = False) -> None:
         hitl_settings.HEARTBEAT_STALE_SECONDS / 4
     ):
         return
+    # A failed attempt counts too: a database that is down is tried again a quarter period
+    # later, not at every task.
+    _last_recorded[key] = now
     try:
         Heartbeat.objects.update_or_create(
             kind=kind, name=name, defaults={"seen_at": timezone.now()}
         )
     except DatabaseError:
         logger.warning("could not record the %s heartbeat of %s", kind, name, exc_info=True)
-        return
-    _last_recorded[key] = now
 
 
 def on_worker_ready(sender: Any = None, **kwargs: Any) -> None:

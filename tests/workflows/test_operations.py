@@ -214,6 +214,11 @@ def test_a_heartbeat_that_cannot_be_stored_does_not_raise(monkeypatch, caplog):
     monkeypatch.setattr(Heartbeat.objects, "update_or_create", broken)
     heartbeat.record(Heartbeat.WORKER, "celery@broken")
     assert "could not record the worker heartbeat of celery@broken" in caplog.text
+    caplog.clear()
+    # A worker's next heartbeats (every 2 s) do not repeat the warning every time.
+    beat = Sender(eventer=Sender(hostname="celery@broken"))
+    signals.heartbeat_sent.send(sender=beat)
+    assert caplog.text == ""
 
 
 # --- hitl_periodic ----------------------------------------------------------------------------
