@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min
 from django.utils import timezone
 
 from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
-from .models import OPEN_STATUSES, Heartbeat, Interrupt, Invocation
-from .store import ANSWERED
+from .models import Heartbeat, Interrupt, Invocation
+from .services import stalled_invocations
 
 
 @dataclass
@@ -36,23 +36,6 @@ class Health:
     workers: list[Heartbeat]
     periodic: list[Heartbeat]
     problems: list[str] = field(default_factory=list)
-
-
-def stalled_invocations(now: datetime, older_than: timedelta) -> Q:
-    """Open invocations nobody is running although they have work: PENDING or RUNNING with
-    no live lease, or holding an answer no pass has seen (not deferred), for longer than
-    `older_than`: what services.recover_stalled re-enqueues, still there."""
-    before = now - older_than
-    unleased = Q(lease_owner="") | Q(lease_expires_at__lt=now)
-    idle = Q(status__in=[NodeStatus.PENDING, NodeStatus.RUNNING], updated_at__lt=before)
-    unapplied = Q(
-        status__in=OPEN_STATUSES,
-        interrupts__consumed=False,
-        interrupts__deferred=False,
-        interrupts__status__in=ANSWERED,
-        interrupts__resolved_at__lt=before,
-    )
-    return unleased & (idle | unapplied)
 
 
 def fresh(beats: list[Heartbeat], now: datetime) -> list[Heartbeat]:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from .engine.context import current_node_path
+
 UNKNOWN = "-"
 RUN_TASK = "workflows.tasks.run_invocation"
 
@@ -32,7 +34,8 @@ class ContextFilter(logging.Filter):
         if not hasattr(record, "invocation_id"):
             record.invocation_id = invocation_id_var.get()
         if not hasattr(record, "node_path"):
-            record.node_path = node_path_var.get()
+            path = node_path_var.get()
+            record.node_path = current_node_path.get() or UNKNOWN if path == UNKNOWN else path
         return True
 
 

@@ -445,33 +445,34 @@ def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
     return 1
 
 
-def recover_stalled(now: datetime | None = None) -> int:
-    """Re-enqueue open invocations nobody is running: stale with no live lease, or holding
-    answers no pass has seen (accepted while the broker was down, or a worker died). Each
-    invocation once until a run takes it (or again after HITL["STALLED_AFTER_SECONDS"],
-    should that message be lost), so a backlog does not flood the broker."""
-    now = now or timezone.now()
-    stale = now - timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
+def stalled_invocations(now: datetime, older_than: timedelta) -> Q:
+    """The open invocations nobody is running although they have work: their run died
+    (its lease expired: a live run's heartbeat renews it), they were never picked up
+    (PENDING or RUNNING with no lease for `older_than`), or they hold answers no pass has
+    seen for `older_than`. One rule for recovery and for `hitl_status`."""
+    before = now - older_than
     unleased = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
-    not_recently = Q(recovery_enqueued_at__isnull=True) | Q(recovery_enqueued_at__lt=stale)
-    # A run's heartbeat keeps its lease alive: an expired lease means the run died, at
-    # once; an invocation never picked up (its message lost) counts after `stale`.
     died = ~Q(lease_owner="") & Q(lease_expires_at__lt=Now())
     never_taken = Q(
-        lease_owner="", updated_at__lt=stale, status__in=[NodeStatus.PENDING, NodeStatus.RUNNING]
+        lease_owner="", updated_at__lt=before, status__in=[NodeStatus.PENDING, NodeStatus.RUNNING]
     )
-    stalled = Invocation.objects.filter(
-        died | never_taken, not_recently, status__in=OPEN_STATUSES
-    ).values_list("pk", flat=True)
-    with_answers = Invocation.objects.filter(
-        unleased,
-        not_recently,
-        status__in=OPEN_STATUSES,
+    unseen_answers = unleased & Q(
         pk__in=Interrupt.objects.filter(
-            consumed=False, deferred=False, status__in=ANSWERED, resolved_at__lt=stale
-        ).values("invocation_id"),
-    ).values_list("pk", flat=True)
-    invocation_ids = set(stalled[:1000]) | set(with_answers[:1000])
+            consumed=False, deferred=False, status__in=ANSWERED, resolved_at__lt=before
+        ).values("invocation_id")
+    )
+    return Q(status__in=OPEN_STATUSES) & (died | never_taken | unseen_answers)
+
+
+def recover_stalled(now: datetime | None = None) -> int:
+    """Re-enqueue the stalled invocations (see `stalled_invocations`). Each once until a
+    run takes it (or again after HITL["STALLED_AFTER_SECONDS"], should that message be
+    lost), so a backlog does not flood the broker."""
+    now = now or timezone.now()
+    period = timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
+    not_recently = Q(recovery_enqueued_at__isnull=True) | Q(recovery_enqueued_at__lt=now - period)
+    stalled = Invocation.objects.filter(stalled_invocations(now, period), not_recently)
+    invocation_ids = set(stalled.values_list("pk", flat=True)[:1000])
     Invocation.objects.filter(pk__in=invocation_ids).update(recovery_enqueued_at=now)
     for invocation_id in invocation_ids:
         _send_run(invocation_id)

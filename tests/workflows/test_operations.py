@@ -271,6 +271,7 @@ def test_log_records_carry_the_invocation_id_and_node_path(caplog):
     }
     plain, adapted = records["plain log call"], records["node logger call"]
     assert plain.invocation_id == str(invocation.pk)  # set while the run task runs
+    assert plain.node_path == "chatty@1/chatty@1"  # set while the node body runs
     assert adapted.invocation_id == str(invocation.pk)
     assert adapted.node_path == "chatty@1/chatty@1"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +19,12 @@ from .status import NodeStatus
 if TYPE_CHECKING:
     from .nodes import BaseNode
     from .store import Store
+
+
+# The path of the node run whose body is running (None outside one): for log records.
+current_node_path: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "hitl_current_node_path", default=None
+)
 
 
 def child_path(parent_path: str, name: str, run_id: int) -> str:

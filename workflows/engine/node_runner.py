@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .context import Context, Execution, child_path, new_id
+from .context import Context, Execution, child_path, current_node_path, new_id
 from .errors import (
     DuplicateInterruptError,
     ExecutionAbortedError,
@@ -177,6 +177,13 @@ class NodeRunner:
         return ctx
 
     async def _execute_in_time(self, ctx: Context, node_input: Any) -> None:
+        token = current_node_path.set(ctx.path)
+        try:
+            await self._execute_with_timeout(ctx, node_input)
+        finally:
+            current_node_path.reset(token)
+
+    async def _execute_with_timeout(self, ctx: Context, node_input: Any) -> None:
         timeout = self.node.timeout
         if timeout is None:
             await self._execute(ctx, node_input)
