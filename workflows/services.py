@@ -256,6 +256,10 @@ def _function_response_list(responses: Any) -> list[FunctionResponse]:
 def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) -> Invocation:
     """Accept answers to pending interrupts of one invocation and enqueue its resume.
 
+    `actor`: the user answering (a machine's account too): the answer policy (DESIGN
+    4.1) must let them answer every interrupt, else PermissionDenied. None: the system
+    itself (a node, a management command), which the policy does not restrict.
+
     Raises UnknownInterruptError, InterruptNotPendingError, ResponseValidationError or
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
     answer is a success that changes nothing.
@@ -275,6 +279,7 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     if len(owners) == 1:
         db.lock_invocation_sync(next(iter(owners)))
     interrupts = db.load_interrupts_sync(ids, lock=True)
+    _require_answerer_of_all(actor, interrupts)
     acceptance = accept_responses(
         responses,
         interrupts,
@@ -286,6 +291,14 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
         db.commit_sync(acceptance.batch)
         _enqueue_run(acceptance.invocation_id)
     return acceptance.invocation_id
+
+
+def _require_answerer_of_all(actor: Any, interrupts: Mapping[str, Any]) -> None:
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        return
+    rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
+    for interrupt in rows:
+        _require_answerer(actor, interrupt)
 
 
 def _locked_checkpoint(db: DjangoStore, invocation: Invocation | Any) -> Any:

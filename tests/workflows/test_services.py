@@ -2,6 +2,8 @@
 every table as it was."""
 
 import pytest
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from django.core import serializers
 
 from tests.factories import StaffFactory
@@ -61,6 +63,7 @@ def test_start_runs_until_the_first_question():
 
 def test_answer_resumes_and_completes_with_the_routed_branch():
     user = StaffFactory()
+    user.groups.add(Group.objects.get_or_create(name="managers")[0])  # the assignees
     invocation, question = waiting_expense()
     services.submit_function_responses([answer(question.id, {"approved": True})], actor=user)
     invocation.refresh_from_db()
@@ -229,3 +232,15 @@ def test_node_bodies_may_use_the_orm():
     invocation.refresh_from_db()
     assert invocation.status == NodeStatus.COMPLETED
     assert invocation.output == {"activate": True, "accounts": 1}
+
+
+def test_a_user_answering_directly_must_be_allowed_to_answer():
+    """DESIGN 4.1: machine answers go through the same rule for the calling user."""
+    outsider = StaffFactory()  # a superuser, but not among the assignees
+    invocation, question = waiting_expense()
+    before = snapshot()
+    with pytest.raises(PermissionDenied, match="not among the assignees"):
+        services.submit_function_responses(
+            [answer(question.id, {"approved": True})], actor=outsider
+        )
+    assert snapshot() == before
