@@ -3,8 +3,8 @@ every table as it was."""
 
 import pytest
 from django.contrib.auth.models import Group
-from django.core.exceptions import PermissionDenied
 from django.core import serializers
+from django.core.exceptions import PermissionDenied
 
 from tests.factories import StaffFactory
 from workflows import services
@@ -237,7 +237,7 @@ def test_node_bodies_may_use_the_orm():
 def test_a_user_answering_directly_must_be_allowed_to_answer():
     """DESIGN 4.1: machine answers go through the same rule for the calling user."""
     outsider = StaffFactory()  # a superuser, but not among the assignees
-    invocation, question = waiting_expense()
+    _invocation, question = waiting_expense()
     before = snapshot()
     with pytest.raises(PermissionDenied, match="not among the assignees"):
         services.submit_function_responses(
