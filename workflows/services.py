@@ -62,7 +62,7 @@ def store() -> DjangoStore:
 # Conflicts a write transaction may meet and that succeed when tried again: PostgreSQL's
 # deadlock, serialization and lock-timeout errors, and SQLite's busy database.
 RETRYABLE_SQLSTATES = {"40P01", "40001", "55P03"}
-WRITE_ATTEMPTS = 5
+WRITE_ATTEMPTS = 8
 
 
 def _retryable(error: OperationalError) -> bool:
@@ -90,7 +90,7 @@ def write_transaction(func: Callable[..., Any]) -> Callable[..., Any]:
                 if attempt == WRITE_ATTEMPTS or not _retryable(error):
                     raise
                 logger.info("%s: %s; trying again (%d)", func.__name__, error, attempt)
-                time.sleep(random.uniform(0, 0.02 * 2**attempt))
+                time.sleep(random.uniform(0, min(0.02 * 2**attempt, 1.0)))
         raise AssertionError("unreachable")
 
     return wrapper
@@ -113,9 +113,10 @@ def _send_run(invocation_id: Any) -> None:
         run_invocation.apply_async(
             args=[str(invocation_id)], retry=True, retry_policy=PUBLISH_RETRY_POLICY
         )
-    except Exception:  # the broker is down, hung or refuses: the caller's request succeeded
+    except Exception:  # the broker is down or hung (or, in eager mode, the run failed):
+        # the caller's request succeeded all the same
         logger.warning(
-            "broker unavailable: run of invocation %s not enqueued (recover_stalled will)",
+            "run of invocation %s not started; recover_stalled will start it",
             invocation_id,
             exc_info=True,
         )
