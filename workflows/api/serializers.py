@@ -161,21 +161,7 @@ class EventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SessionEvent
-        fields = [
-            "id",
-            "invocation",
-            "author",
-            "path",
-            "run_id",
-            "status",
-            "output",
-            "route",
-            "function_calls",
-            "function_responses",
-            "long_running_tool_ids",
-            "error",
-            "timestamp",
-        ]
+        fields = "__all__"  # an event is all it records
 
 
 class FunctionResponseSerializer(serializers.Serializer):

@@ -184,26 +184,25 @@ class ValueEncodingError(WorkflowError, ValueError):
         super().__init__(f"{what} cannot be stored: {reason}")
 
 
-class InputValidationError(WorkflowError, ValueError):
+class FieldError(WorkflowError, ValueError):
+    """A value given for `field` is not acceptable (see the subclasses' codes)."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"field {field!r}: {message}")
+
+
+class InputValidationError(FieldError):
     """The input given to start an invocation is not acceptable."""
 
     code = "invalid_input"
 
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"field {field!r}: {message}")
 
-
-class PayloadTooLargeError(WorkflowError, ValueError):
+class PayloadTooLargeError(FieldError):
     """An answer or an input is larger than the configured limit."""
 
     code = "payload_too_large"
-
-    def __init__(self, field: str, message: str):
-        self.field = field
-        self.message = message
-        super().__init__(f"field {field!r}: {message}")
 
 
 class NodeTimeoutError(WorkflowError):
