@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.broker]
 
 LEASE = 10  # seconds: the default of HITL["LEASE_SECONDS"], pinned
 BODY = 25  # seconds the slow node sleeps: 2.5 leases
-RECOVERY_TICK = 1.0  # how often recovery runs here (beat's default is far rarer)
+RECOVERY_TICK = 1.0  # seconds between recovery runs here (more often than beat schedules it)
 
 
 def test_node_slower_than_its_lease_runs_once_with_two_workers_and_recovery(
