@@ -4,16 +4,17 @@ on commit; bad input raises a named error and changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
@@ -396,22 +397,44 @@ def execute(invocation_id: str) -> float | None:
         return None
     runner = Runner(
         workflow,
-        store=store(),
+        store=DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS, inline=True),
         lease_ttl=hitl_settings.LEASE_SECONDS,
         max_value_bytes=hitl_settings.MAX_VALUE_BYTES,
     )
     try:
-        ran = async_to_sync(runner.advance)(str(invocation_id), wait=False)
+        ran = _in_this_thread(runner.advance(str(invocation_id), wait=False))
     except Exception:
         rows.update(unfinished_deliveries=F("unfinished_deliveries") + 1)
         raise
     if not ran:
         return _lease_remaining(invocation_id)
-    # A run finished and let go of the lease: the invocation is not poison.
-    Invocation.objects.filter(pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0).update(
-        unfinished_deliveries=0
-    )
+    if row["unfinished_deliveries"]:
+        # A run finished and let go of the lease: the invocation is not poison.
+        Invocation.objects.filter(
+            pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0
+        ).update(unfinished_deliveries=0)
     return None
+
+
+_loops = threading.local()
+
+
+def _in_this_thread(coroutine: Any) -> Any:
+    """Drive the engine on an event loop in this thread, the one that owns the database
+    connection: its store calls and synchronous node bodies run here without a hop to
+    another thread (an inline DjangoStore). The loop is kept for the thread's next run."""
+    loop = getattr(_loops, "loop", None)
+    if loop is not None and loop.is_running():
+        # Called from a node body of a run this thread drives (eager Celery): a loop of
+        # its own for the nested run.
+        nested = asyncio.new_event_loop()
+        try:
+            return nested.run_until_complete(coroutine)
+        finally:
+            nested.close()
+    if loop is None or loop.is_closed():
+        loop = _loops.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(coroutine)
 
 
 def _lease_remaining(invocation_id: Any) -> float | None:

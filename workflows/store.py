@@ -2,15 +2,22 @@
 
 Every method has a synchronous core (`*_sync`) that services call inside their own
 transactions, and the async method the engine awaits, which runs the core in the caller's
-thread (asgiref's thread-sensitive executor) so it shares its connection.
+thread (asgiref's thread-sensitive executor) so it shares its connection. A store made
+with `inline=True` is for an engine whose event loop runs in the thread that owns the
+connection (services.execute): it runs the cores there directly, with no thread hop, and
+renews the lease from a thread of its own (see `keep_alive`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
+import threading
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -318,9 +325,16 @@ def interrupt_row(record: InterruptRecord) -> Interrupt:
 class DjangoStore:
     """Store on the ORM (database alias `using`)."""
 
-    def __init__(self, using: str = "default", lease_seconds: float = 60.0) -> None:
+    def __init__(
+        self, using: str = "default", lease_seconds: float = 60.0, *, inline: bool = False
+    ) -> None:
         self.using = using
         self.lease_seconds = lease_seconds
+        # The engine's loop runs in this thread (it owns the connection): no thread hops.
+        self.inline = inline
+        if inline:
+            # The loop is busy while a synchronous body runs: a thread renews the lease.
+            self.keep_alive = partial(_KEEP_ALIVE.keep_alive, self)
 
     # -- reads (plain SQL: they sit on the resume path) --------------------------------
     def _select(self, sql: str, params: list[Any], *, lock: bool = False) -> list[tuple]:
@@ -743,44 +757,127 @@ class DjangoStore:
             self.commit_sync(batch)
             return func(*args, **kwargs)
 
-        return await _in_caller_thread(commit_then_call)
+        return await self._call(commit_then_call)
 
     async def run_sync(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """Synchronous node code runs in the thread that owns the database connection, so
         node bodies may use the ORM (and share the caller's transaction)."""
-        return await _in_caller_thread(partial(func, *args, **kwargs))
+        return await self._call(partial(func, *args, **kwargs))
 
     # -- the async protocol the engine awaits --------------------------------------------
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
-        return await _in_caller_thread(self.load_checkpoint_sync, invocation_id)
+        return await self._call(self.load_checkpoint_sync, invocation_id)
 
     async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
-        return await _in_caller_thread(self.load_interrupts_sync, list(ids))
+        return await self._call(self.load_interrupts_sync, list(ids))
 
     async def load_events(self, invocation_id: str) -> list[Event]:
-        return await _in_caller_thread(self.load_events_sync, invocation_id)
+        return await self._call(self.load_events_sync, invocation_id)
 
     async def commit(self, batch: WriteBatch) -> bool:
-        return await _in_caller_thread(self.commit_sync, batch)
+        return await self._call(self.commit_sync, batch)
 
     async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
-        return await _in_caller_thread(self.acquire_lease_sync, invocation_id, owner, ttl)
+        return await self._call(self.acquire_lease_sync, invocation_id, owner, ttl)
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
-        return await _in_caller_thread(self.release_lease_sync, invocation_id, owner)
+        return await self._call(self.release_lease_sync, invocation_id, owner)
 
     async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
         """The heartbeat: on a connection of its own, in a thread of its own, so it
         renews the lease while a synchronous node body holds the caller's thread."""
+        return await sync_to_async(self.renew_lease_apart, thread_sensitive=False)(
+            invocation_id, owner, ttl
+        )
 
-        def renew() -> bool | None:
-            try:
-                return self.renew_lease_sync(invocation_id, owner, ttl)
-            finally:
-                connections[self.using].close()
+    def renew_lease_apart(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+        """renew_lease_sync from a thread other than the run's, closing its connection."""
+        try:
+            return self.renew_lease_sync(invocation_id, owner, ttl)
+        finally:
+            connections[self.using].close()
 
-        return await sync_to_async(renew, thread_sensitive=False)()
+    async def _call(self, func: Any, *args: Any) -> Any:
+        if self.inline:
+            return _outside_loop(func, *args)
+        return await _in_caller_thread(func, *args)
 
 
 async def _in_caller_thread(func: Any, *args: Any) -> Any:
     return await sync_to_async(partial(func, *args), thread_sensitive=True)()
+
+
+def _outside_loop(func: Any, *args: Any) -> Any:
+    """Call blocking database code from the event loop's own thread. The loop is this
+    run's alone (services.execute drives it in the thread that owns the connection), so
+    blocking it is what is meant; Django refuses ORM calls while a loop runs in the
+    thread, so the loop is set aside for the call."""
+    loop = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        return func(*args)
+    finally:
+        asyncio.events._set_running_loop(loop)
+
+
+class _KeepAlive:
+    """One thread per process renews the leases of the runs whose loop a synchronous
+    node body may block (inline stores): each every third of its length, on the thread's
+    own connection. A lease found lost calls the run's `on_lost` (from this thread)."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, list[Any]] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def keep_alive(
+        self,
+        store: DjangoStore,
+        invocation_id: str,
+        owner: str,
+        ttl: float,
+        on_lost: Callable[[], None],
+    ) -> Iterator[None]:
+        entry = [store, invocation_id, ttl, time.monotonic() + ttl / 3, on_lost]
+        with self._changed:
+            self._leases[owner] = entry
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="hitl-lease-keep-alive", daemon=True
+                )
+                self._thread.start()
+            self._changed.notify()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._leases.pop(owner, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [(o, e) for o, e in self._leases.items() if e[3] <= now]
+                if not due:
+                    soonest = min((e[3] for e in self._leases.values()), default=None)
+                    self._changed.wait(None if soonest is None else soonest - now)
+                    continue
+            for owner, (store, invocation_id, ttl, _, on_lost) in due:
+                try:
+                    held = store.renew_lease_apart(invocation_id, owner, ttl)
+                except Exception:  # cannot tell now (a busy database): ask at the next beat
+                    held = None
+                with self._changed:
+                    entry = self._leases.get(owner)
+                    if entry is None:
+                        continue  # the run ended meanwhile
+                    entry[3] = time.monotonic() + ttl / 3
+                    if held is False:
+                        del self._leases[owner]
+                if held is False:
+                    with contextlib.suppress(Exception):  # its loop is gone: the run ended
+                        on_lost()
+
+
+_KEEP_ALIVE = _KeepAlive()

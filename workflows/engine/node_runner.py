@@ -194,9 +194,12 @@ class NodeRunner:
         except TimeoutError:
             if not deadline.expired():
                 raise  # the body's own TimeoutError
-            raise NodeTimeoutError(
-                f"node {self.node.name!r} timed out after {timeout:g} s"
-            ) from None
+        else:
+            # A synchronous body that a store runs on this loop's thread cannot be
+            # interrupted: it times out when it returns past its deadline.
+            if asyncio.get_running_loop().time() < deadline.when():
+                return
+        raise NodeTimeoutError(f"node {self.node.name!r} timed out after {timeout:g} s")
 
     def _check_outcome(self, ctx: Context) -> None:
         """Refuse, as this node's failure, what no store could keep (see values.py)."""

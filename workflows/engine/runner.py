@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from .context import Context, Execution, new_id
@@ -149,13 +151,22 @@ class Runner:
 
     async def _execute_leased(self, checkpoint: Checkpoint, owner: str) -> bool:
         """`_execute`, with a heartbeat renewing the lease every third of its length while
-        node bodies run; a run that loses its lease is stopped before its next write."""
+        node bodies run; a run that loses its lease is stopped before its next write.
+
+        A store whose synchronous work blocks this loop offers `keep_alive(invocation_id,
+        owner, ttl, on_lost)`, a context manager that renews from a thread of its own;
+        otherwise the heartbeat is a task on this loop calling `renew_lease`."""
+        keep_alive = getattr(self.store, "keep_alive", None)
         renew = getattr(self.store, "renew_lease", None)
-        if renew is None:
+        if keep_alive is None and renew is None:
             return await self._execute(checkpoint, owner)
         invocation_id = checkpoint.invocation.id
         run = asyncio.ensure_future(self._execute(checkpoint, owner))
         lost = asyncio.Event()
+
+        def stop() -> None:
+            lost.set()
+            run.cancel()
 
         async def heartbeat() -> None:
             while True:
@@ -165,20 +176,23 @@ class Runner:
                 except Exception:  # cannot tell now (a busy database): ask at the next beat
                     held = None
                 if held is False:
-                    lost.set()
-                    run.cancel()
+                    stop()
                     return
 
-        beating = asyncio.ensure_future(heartbeat())
-        try:
-            return await run
-        except asyncio.CancelledError:
-            if lost.is_set():
-                raise LeaseLostError(f"invocation {invocation_id}: lease lost") from None
-            run.cancel()  # the caller was cancelled: so is the pass
-            raise
-        finally:
-            beating.cancel()
+        with contextlib.ExitStack() as beating:
+            if keep_alive is not None:
+                loop = asyncio.get_running_loop()
+                on_lost = partial(loop.call_soon_threadsafe, stop)
+                beating.enter_context(keep_alive(invocation_id, owner, self.lease_ttl, on_lost))
+            else:
+                beating.callback(asyncio.ensure_future(heartbeat()).cancel)
+            try:
+                return await run
+            except asyncio.CancelledError:
+                if lost.is_set():
+                    raise LeaseLostError(f"invocation {invocation_id}: lease lost") from None
+                run.cancel()  # the caller was cancelled: so is the pass
+                raise
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:
         checkpoint = await self.store.load_checkpoint(invocation_id)
