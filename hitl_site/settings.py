@@ -187,7 +187,7 @@ CELERY_BEAT_SCHEDULE = {
     # expire (HITL LEASE_SECONDS) and the next tick enqueues them.
     "hitl-recover-stalled": {
         "task": "workflows.tasks.recover_stalled",
-        "schedule": timedelta(seconds=5),
+        "schedule": timedelta(seconds=3),
     },
     "hitl-expire-interrupts": {
         "task": "workflows.tasks.expire_overdue_interrupts",

@@ -11,11 +11,18 @@ DEFAULTS: dict[str, Any] = {
     # Seconds an execution lease lasts. A heartbeat renews it every third of that while a
     # node body runs, so a body may take longer; a dead worker's invocation is taken over
     # by another worker about this long after it died.
-    "LEASE_SECONDS": 10,
+    "LEASE_SECONDS": 6,
     # Runs that never finish (they die holding the execution lease, which a later delivery
     # takes over once it expires) before the invocation is failed: a poison message that
     # kills its worker cannot loop forever.
     "MAX_DELIVERIES": 5,
+    # PostgreSQL: run the store's own statements (each node transition, the lease, the
+    # checkpoint reads) as prepared statements with server-side binding, so the server
+    # parses and plans each once per connection. Off by default: PgBouncer in transaction
+    # pooling mode supports prepared statements only from version 1.21 with
+    # max_prepared_statements set, and a worker must restart after a migration changes
+    # the tables. See docs/performance.md for what it saves.
+    "POSTGRES_PREPARED_STATEMENTS": False,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,
     # Largest answer accepted, in bytes of its JSON (larger: PayloadTooLargeError).
