@@ -277,9 +277,7 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     ids = [r.id for r in responses]
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
-    owners = {r.invocation_id for r in db.load_interrupts_sync(ids).values()}
-    if len(owners) == 1:
-        db.lock_invocation_sync(next(iter(owners)))
+    db.lock_owner_sync(ids)
     interrupts = db.load_interrupts_sync(ids, lock=True)
     _require_answerer_of_all(actor, interrupts)
     acceptance = accept_responses(
@@ -290,7 +288,7 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
         max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
     )
     if acceptance.batch:
-        db.commit_sync(acceptance.batch)
+        db.commit_sync(acceptance.batch, savepoint=False)
         _enqueue_run(acceptance.invocation_id)
     return acceptance.invocation_id
 
@@ -367,27 +365,22 @@ def execute(invocation_id: str) -> float | None:
     HITL["MAX_DELIVERIES"] in a row the invocation fails instead of looping forever.
     Deliveries that find another run alive count nothing.
     """
-    rows = Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES)
-    rows.exclude(lease_owner="").filter(lease_expires_at__lt=Now()).update(
-        lease_owner="",
-        lease_expires_at=None,
-        unfinished_deliveries=F("unfinished_deliveries") + 1,
-    )
-    row = rows.values("workflow_name", "workflow_version", "unfinished_deliveries").first()
+    row = store().read_for_execution_sync(str(invocation_id))
     if row is None:
         return None
-    if row["unfinished_deliveries"] >= hitl_settings.MAX_DELIVERIES:
+    workflow_name, workflow_version, deliveries = row
+    if deliveries >= hitl_settings.MAX_DELIVERIES:
         fail(
             invocation_id,
-            f"gave up after {row['unfinished_deliveries']} runs that never finished "
+            f"gave up after {deliveries} runs that never finished "
             f'(a run task that kills its worker?); HITL["MAX_DELIVERIES"] is '
             f"{hitl_settings.MAX_DELIVERIES}",
         )
         return None
     try:
         workflow = registry.for_invocation(
-            row["workflow_name"],
-            row["workflow_version"],
+            workflow_name,
+            workflow_version,
             lambda: NodeRun.objects.filter(invocation_id=invocation_id).values_list(
                 "path", flat=True
             ),
@@ -404,11 +397,13 @@ def execute(invocation_id: str) -> float | None:
     try:
         ran = _in_this_thread(runner.advance(str(invocation_id), wait=False))
     except Exception:
-        rows.update(unfinished_deliveries=F("unfinished_deliveries") + 1)
+        Invocation.objects.filter(pk=invocation_id, status__in=OPEN_STATUSES).update(
+            unfinished_deliveries=F("unfinished_deliveries") + 1
+        )
         raise
     if not ran:
         return _lease_remaining(invocation_id)
-    if row["unfinished_deliveries"]:
+    if deliveries:
         # A run finished and let go of the lease: the invocation is not poison.
         Invocation.objects.filter(
             pk=invocation_id, lease_owner="", unfinished_deliveries__gt=0

@@ -30,6 +30,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import signals
+from .conf import hitl_settings
 from .engine.errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
@@ -344,7 +345,7 @@ class DjangoStore:
             # inserting an event or an interrupt takes on its invocation.
             no_key = connection.features.has_select_for_no_key_update
             sql += " FOR NO KEY UPDATE" if no_key else " FOR UPDATE"
-        with connection.cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
 
@@ -373,6 +374,49 @@ class DjangoStore:
             node_runs=dict(node_run_state(r) for r in runs),
             interrupts={record.id: record for record in map(interrupt_record, interrupts)},
         )
+
+    def lock_owner_sync(self, interrupt_ids: Iterable[str]) -> None:
+        """Lock the invocation that holds these interrupts (the one lock order, see
+        lock_invocation_sync), found and locked in one statement; when they belong to
+        several invocations (a submission refused later), each of them, in id order."""
+        ids = sorted(set(interrupt_ids))
+        if not ids:
+            return
+        self._select(
+            f"SELECT id FROM {INVOCATIONS} WHERE id IN (SELECT invocation_id FROM "
+            f"{INTERRUPTS} WHERE id IN ({_marks(len(ids))})) ORDER BY id",
+            ids,
+            lock=True,
+        )
+
+    def read_for_execution_sync(self, invocation_id: str) -> tuple[str, str, int] | None:
+        """What a delivery needs before it runs an open invocation: its workflow name and
+        version, and its unfinished deliveries, counting this one when it takes over an
+        expired lease (a run that never finished). None: not open."""
+        now = timezone.now()
+        clock, clock_params = self._clock(now)
+        pk = self._pk(invocation_id)
+        is_open = f"id = %s AND status IN ({_marks(len(OPEN_STATUSES))})"
+        take_over = (
+            f"UPDATE {INVOCATIONS} SET lease_owner = '', lease_expires_at = NULL, "
+            f"unfinished_deliveries = unfinished_deliveries + 1 WHERE {is_open} "
+            f"AND lease_owner <> '' AND lease_expires_at < {clock}"
+        )
+        read = f"SELECT workflow_name, workflow_version, unfinished_deliveries FROM {INVOCATIONS}"
+        if connections[self.using].vendor == "postgresql":
+            # One round trip; the SELECT sees the row as before the UPDATE, hence COALESCE.
+            rows = self._select(
+                f"WITH taken AS ({take_over} RETURNING unfinished_deliveries) "
+                f"SELECT workflow_name, workflow_version, COALESCE((SELECT "
+                f"unfinished_deliveries FROM taken), unfinished_deliveries) "
+                f"FROM {INVOCATIONS} WHERE {is_open}",
+                [pk, *OPEN_STATUSES, *clock_params, pk, *OPEN_STATUSES],
+            )
+        else:
+            with self._cursor() as cursor:
+                cursor.execute(take_over, [pk, *OPEN_STATUSES, *clock_params])
+            rows = self._select(f"{read} WHERE {is_open}", [pk, *OPEN_STATUSES])
+        return tuple(rows[0]) if rows else None
 
     def lock_invocation_sync(self, invocation_id: str) -> None:
         """Lock the invocation row for this transaction: the first lock every write path
@@ -407,24 +451,31 @@ class DjangoStore:
     # it runs once per node transition, and the ORM's per-call compilation cost more than
     # the database round trips themselves.
 
-    def commit_sync(self, batch: WriteBatch) -> bool:
+    def commit_sync(self, batch: WriteBatch, *, savepoint: bool = True) -> bool:
+        """Apply the batch (see the Store protocol). Inside a caller's transaction the
+        batch is a savepoint, so that a refused batch leaves nothing behind and the
+        transaction goes on; `savepoint=False` when the caller's transaction ends with
+        any error anyway (the services' write transactions)."""
         now = timezone.now()
         connection = connections[self.using]
         if connection.vendor == "postgresql" and _is_step(batch) and _fits_one_statement(batch):
             self._commit_step_postgresql(connection, batch, now)
         else:
-            self._commit_statements(connection, batch, now)
+            self._commit_statements(connection, batch, now, savepoint)
         if not batch.release_lease:
             return False
         # A run's last write gave the lease back: did answers arrive while it ran?
         finished = batch.invocation is not None and batch.invocation.status.is_final
         return not finished and self._answers_waiting(batch.invocation_id)
 
-    def _commit_statements(self, connection: Any, batch: WriteBatch, now: Any) -> None:
-        with transaction.atomic(using=self.using), connection.cursor() as cursor:
+    def _commit_statements(
+        self, connection: Any, batch: WriteBatch, now: Any, savepoint: bool = True
+    ) -> None:
+        atomic = transaction.atomic(using=self.using, savepoint=savepoint)
+        with atomic, self._cursor() as cursor:
             self._write_invocation(cursor, batch, now)
             for resolution in batch.resolutions:
-                self._resolve(resolution, now)
+                self._resolve(cursor, resolution, now)
             if batch.node_runs:
                 self._upsert_node_runs(cursor, batch, now)
             if batch.new_interrupts:
@@ -486,12 +537,34 @@ class DjangoStore:
                 f"AND EXISTS (SELECT 1 FROM inv))"
             )
             params += ids
-        with connection.cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM inv", params)
             (written,) = cursor.fetchone()
         if not written:
             self._refuse(batch)
         signals.announce(batch, self.using)
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor for the store's own statements. With HITL["POSTGRES_PREPARED_STATEMENTS"]
+        on PostgreSQL: server-side binding, each statement prepared once per connection
+        (the server parses and plans it once), database errors raised as Django's."""
+        connection = connections[self.using]
+        if connection.vendor != "postgresql" or not hitl_settings.POSTGRES_PREPARED_STATEMENTS:
+            with connection.cursor() as cursor:
+                yield cursor
+            return
+        import psycopg
+
+        connection.ensure_connection()
+        connection.validate_no_broken_transaction()
+        raw_connection = connection.connection
+        if raw_connection.prepare_threshold is None:
+            # Django turns psycopg's prepared statements off; allow the ones asked for
+            # (prepare=True) without preparing anything else on its own.
+            raw_connection.prepare_threshold = 2**31
+        with connection.wrap_database_errors, psycopg.Cursor(raw_connection) as raw:
+            yield _Prepared(raw)
 
     def _pk(self, invocation_id: str) -> Any:
         return Invocation._meta.pk.get_db_prep_value(invocation_id, connections[self.using])
@@ -588,18 +661,21 @@ class DjangoStore:
             input=record.input,
         )
 
-    def _resolve(self, resolution: Resolution, now: Any) -> None:
-        updated = (
-            Interrupt.objects.using(self.using)
-            .filter(pk=resolution.interrupt_id, status=InterruptStatus.PENDING)
-            .update(
-                status=resolution.status,
-                response=resolution.response,
-                resolved_by_id=resolution.actor,
-                resolved_at=_stored_time(resolution.at or now),
-            )
+    def _resolve(self, cursor: Any, resolution: Resolution, now: Any) -> None:
+        response = resolution.response
+        cursor.execute(
+            f"UPDATE {INTERRUPTS} SET status = %s, response = %s, resolved_by_id = %s, "
+            f"resolved_at = %s WHERE id = %s AND status = %s",
+            [
+                resolution.status,
+                None if response is None else _dumps(response),
+                resolution.actor,
+                self._datetime(resolution.at or now),
+                resolution.interrupt_id,
+                InterruptStatus.PENDING,
+            ],
         )
-        if not updated:
+        if not cursor.rowcount:
             current = (
                 Interrupt.objects.using(self.using)
                 .filter(pk=resolution.interrupt_id)
@@ -703,7 +779,7 @@ class DjangoStore:
         # last write, it sees that write once committed, but the rest of the statement keeps
         # the snapshot from before it: stale node runs and answers already consumed, which
         # the new run would apply a second time.
-        with connections[self.using].cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(take, params)
             row = cursor.fetchone()
         if row is not None:
@@ -717,7 +793,7 @@ class DjangoStore:
         the invocation is finished; None: the row is not visible here (not committed yet)."""
         now = timezone.now()
         expiry, expiry_params = self._lease_expiry(now, ttl)
-        with connections[self.using].cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(
                 f"UPDATE {INVOCATIONS} SET lease_expires_at = {expiry} "
                 f"WHERE id = %s AND lease_owner = %s AND status IN "
@@ -730,7 +806,7 @@ class DjangoStore:
         return False if visible else None
 
     def release_lease_sync(self, invocation_id: str, owner: str) -> bool:
-        with connections[self.using].cursor() as cursor:
+        with self._cursor() as cursor:
             cursor.execute(
                 f"UPDATE {INVOCATIONS} SET lease_owner = '', lease_expires_at = NULL "
                 f"WHERE id = %s AND lease_owner = %s RETURNING status",
@@ -801,6 +877,19 @@ class DjangoStore:
         if self.inline:
             return _outside_loop(func, *args)
         return await _in_caller_thread(func, *args)
+
+
+class _Prepared:
+    """A psycopg cursor whose every execute is a prepared statement."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Any = None) -> None:
+        self._cursor.execute(sql, params, prepare=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
 
 
 async def _in_caller_thread(func: Any, *args: Any) -> Any:
