@@ -41,6 +41,7 @@ from .engine.errors import (
 )
 from .engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionResponse, RequestInput
 from .engine.state import (
+    NOT_LOADED,
     Checkpoint,
     InterruptRecord,
     InvocationRecord,
@@ -181,6 +182,16 @@ def _read_list(columns: list[str]) -> str:
 
 INVOCATION_COLUMNS = _read_list(INVOCATION_READ)
 NODE_RUN_READ_COLUMNS = _read_list(NODE_RUN_READ)
+# What a run needs: a completed node run's input and output stay in the database (the
+# output is fetched if a re-running parent reuses it: load_outputs_sync).
+NODE_RUN_RUN_COLUMNS = ", ".join(
+    f"CASE WHEN status = %s THEN NULL ELSE CAST({c} AS text) END"
+    if c in ("input", "output")
+    else f"CAST({c} AS text) AS {c}"
+    if c in JSON_COLUMNS
+    else c
+    for c in NODE_RUN_READ
+)
 INTERRUPT_COLUMNS = _read_list(INTERRUPT_READ)
 EVENT_READ_COLUMNS = ", ".join(EVENT_COLUMNS)
 
@@ -202,17 +213,18 @@ def invocation_record(row: tuple) -> InvocationRecord:
     )
 
 
-def node_run_state(row: tuple) -> tuple[str, NodeRunState]:
+def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, NodeRunState]:
     path, parent, name, run_id, status, input_, output, route, ids, resume, attempt, error = row
+    left_out = not completed_loaded and status == NodeStatus.COMPLETED
     return path, NodeRunState(
         status=NodeStatus(status),
         run_id=run_id,
-        output=_json(output),
+        output=NOT_LOADED if left_out else _json(output),
         interrupt_ids=set(_json(ids)),
         attempt=attempt,
         name=name,
         parent_path=parent,
-        input=_json(input_),
+        input=NOT_LOADED if left_out else _json(input_),
         route=route or None,
         resume_inputs=dict(_json(resume)),
         error=error or None,
@@ -357,13 +369,24 @@ class DjangoStore:
         )
         return self._checkpoint(rows[0]) if rows else None
 
-    def _checkpoint(self, invocation_row: tuple) -> Checkpoint:
+    def _checkpoint(self, invocation_row: tuple, *, for_run: bool = False) -> Checkpoint:
+        """The invocation's checkpoint; `for_run`: what a run needs, without the inputs and
+        outputs of completed node runs (NOT_LOADED)."""
         invocation = invocation_record(invocation_row)
         pk = self._pk(invocation.id)
-        runs = self._select(
-            f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s ORDER BY id",
-            [pk],
-        )
+        if for_run:
+            completed = [NodeStatus.COMPLETED, NodeStatus.COMPLETED]
+            runs = self._select(
+                f"SELECT {NODE_RUN_RUN_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s "
+                "ORDER BY id",
+                [*completed, pk],
+            )
+        else:
+            runs = self._select(
+                f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s "
+                "ORDER BY id",
+                [pk],
+            )
         interrupts = self._select(
             f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE invocation_id = %s "
             f"AND {OPEN_INTERRUPT} ORDER BY created_at, id",
@@ -371,9 +394,18 @@ class DjangoStore:
         )
         return Checkpoint(
             invocation=invocation,
-            node_runs=dict(node_run_state(r) for r in runs),
+            node_runs=dict(node_run_state(r, not for_run) for r in runs),
             interrupts={record.id: record for record in map(interrupt_record, interrupts)},
         )
+
+    def load_outputs_sync(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
+        """The outputs of the completed children of the node run at `parent_path`."""
+        rows = self._select(
+            f"SELECT path, CAST(output AS text) FROM {NODE_RUNS} WHERE invocation_id = %s "
+            "AND parent_path = %s AND status = %s",
+            [self._pk(invocation_id), parent_path, NodeStatus.COMPLETED],
+        )
+        return {path: _json(output) for path, output in rows}
 
     def lock_owner_sync(self, interrupt_ids: Iterable[str]) -> None:
         """Lock the invocation that holds these interrupts (the one lock order, see
@@ -783,7 +815,7 @@ class DjangoStore:
             cursor.execute(take, params)
             row = cursor.fetchone()
         if row is not None:
-            return self._checkpoint(row)
+            return self._checkpoint(row, for_run=True)
         if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
             raise InvocationNotFoundError(invocation_id)
         return None
@@ -849,6 +881,9 @@ class DjangoStore:
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await self._call(self.load_events_sync, invocation_id)
+
+    async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
+        return await self._call(self.load_outputs_sync, invocation_id, parent_path)
 
     async def commit(self, batch: WriteBatch) -> bool:
         return await self._call(self.commit_sync, batch)

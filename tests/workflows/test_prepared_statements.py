@@ -78,9 +78,7 @@ def test_a_prepared_write_under_a_lease_another_run_holds_is_refused(chain):
         invocation_id = str(invocation.pk)
         assert store.acquire_lease_sync(invocation_id, "worker-a", 60) is not None
         with pytest.raises(LeaseLostError):
-            store.commit_sync(
-                WriteBatch(invocation_id, invocation=None, lease_owner="worker-b")
-            )
+            store.commit_sync(WriteBatch(invocation_id, invocation=None, lease_owner="worker-b"))
         assert Invocation.objects.get(pk=invocation.pk).lease_owner == "worker-a"
 
 

@@ -8,12 +8,13 @@ import contextvars
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import GraphError
 from .events import Event, RequestInput
 from .nodes import run_inline
-from .state import InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .state import NOT_LOADED, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
 from .status import NodeStatus
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class Execution:
         self.interrupts = dict(interrupts or {})
         self.answers = dict(answers or {})
         self._consumed: set[str] = set()
+        self._output_loads: dict[str, asyncio.Future[None]] = {}
         self.progressed = False
         self.lease_owner = lease_owner
         # How synchronous node code runs: the store's `run_sync` if it has one (a database
@@ -109,6 +111,22 @@ class Execution:
         } - self._consumed
         self._consumed |= fresh
         self.batch.consumed |= fresh
+
+    async def load_outputs(self, parent_path: str) -> None:
+        """Fetch the outputs a store left out (NOT_LOADED) of the completed children of
+        `parent_path`: once per parent and pass, however many children ask at once."""
+        loading = self._output_loads.get(parent_path)
+        if loading is None:
+            loading = asyncio.ensure_future(self._load_outputs(parent_path))
+            self._output_loads[parent_path] = loading
+        await asyncio.shield(loading)
+
+    async def _load_outputs(self, parent_path: str) -> None:
+        outputs = await self.store.load_outputs(self.invocation.id, parent_path)
+        for path, output in outputs.items():
+            state = self.node_runs.get(path)
+            if state is not None and state.output is NOT_LOADED:
+                self.node_runs[path] = replace(state, output=output)
 
     def unapplied_answers(self) -> set[str]:
         """Answers loaded for this pass that no owner applied."""

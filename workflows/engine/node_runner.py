@@ -18,7 +18,7 @@ from .errors import (
 from .events import DefaultResponse, Event, FunctionCall, RequestInput
 from .nodes import BaseNode
 from .schema import check_schema, to_json_schema
-from .state import InterruptRecord, NodeRunState
+from .state import NOT_LOADED, InterruptRecord, NodeRunState
 from .status import InterruptStatus, NodeStatus
 from .values import (
     MAX_INTERRUPT_ID_LENGTH,
@@ -351,6 +351,9 @@ async def run_child(parent: Context, node: BaseNode, node_input: Any, run_id: in
         prior.status == NodeStatus.WAITING
         and not any(i in execution.answers for i in prior.interrupt_ids)
     ):
+        if prior.output is NOT_LOADED:  # a completed child reused: its output is needed
+            await execution.load_outputs(parent.path)
+            prior = execution.node_runs[path]
         child = context_from_state(parent, node, path, prior)
     else:
         prior_ids = prior.interrupt_ids

@@ -10,6 +10,19 @@ from .events import Event, RequestInput
 from .status import InterruptStatus, NodeStatus
 
 
+class _NotLoaded:
+    """The stored value a store left out of a checkpoint (see NOT_LOADED)."""
+
+    def __repr__(self) -> str:
+        return "NOT_LOADED"
+
+
+# In the checkpoint a lease hands to a run, a store may leave out what a run never needs
+# of a COMPLETED node run: its input, and its output until a re-running parent reuses it
+# (Execution.load_outputs then fetches the outputs of that parent's completed children).
+NOT_LOADED: Any = _NotLoaded()
+
+
 @dataclass
 class NodeRunState:
     """The checkpoint of one node run, keyed by (invocation, path)."""

@@ -47,6 +47,11 @@ class Store(Protocol):
         """Take the invocation's execution lease and return its checkpoint; None when
         another live owner holds the lease. Raise InvocationNotFoundError when unknown."""
 
+    # Optional: a store whose acquire_lease leaves out completed node runs' inputs and
+    # outputs (NOT_LOADED) fetches those outputs when a re-running parent reuses them.
+    # async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
+    #     """{path: output} of the COMPLETED children of the node run at parent_path."""
+
     # Optional: a store that offers it gets a heartbeat while node bodies run.
     # async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
     #     """Extend owner's lease; False when lost, None when it cannot tell now."""
