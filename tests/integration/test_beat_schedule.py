@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from django.utils import timezone
 
-from hitl_site.celery import app as celery_app
+from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.conf import hitl_settings
 from workflows.engine import DefaultResponse, RequestInput, Workflow, node
@@ -44,7 +44,7 @@ def run_scheduled(entry_name: str) -> Any:
     beat sends; its return value (its exception, if it raised)."""
     entry = SCHEDULE[entry_name]
     task = celery_app.tasks[entry["task"]]
-    return task.apply(args=entry.get("args", ()), kwargs=entry.get("kwargs", {})).get()
+    return task(*entry.get("args", ()), **entry.get("kwargs", {}))
 
 
 @pytest.fixture
