@@ -72,9 +72,9 @@ def field_for(name: str, schema: dict[str, Any], required: bool) -> forms.Field:
     }
     kind = schema.get("type")
     if "enum" in schema:
-        choices = _choices(schema["enum"])
-        if not required:
-            choices = [("", "---------"), *choices]
+        # A blank first option, required or not: a select shows its first option as chosen,
+        # so without it a person who submits without choosing would answer with that value.
+        choices = [("", "---------"), *_choices(schema["enum"])]
         return forms.TypedChoiceField(choices=choices, coerce=json.loads, **common)
     if kind == "boolean":
         if required:  # unchecked is an answer too: false

@@ -312,6 +312,7 @@ def test_each_schema_mapping_through_the_page(login, approver, schema, html, pos
         (one_property("score", {"type": "integer", "maximum": 5}), {"score": "9"}, "score", "5"),
         (one_property("mail", {"type": "string", "format": "email"}), {"mail": "x"}, "mail", ""),
         (one_property("size", {"enum": ["S"]}), {"size": '"XL"'}, "size", "valid choice"),
+        (one_property("size", {"enum": ["S", "M"]}), {}, "size", "required"),
         (one_property("day", {"type": "string", "format": "date"}), {"day": "soon"}, "day", ""),
         (one_property("n", {"type": "integer", "multipleOf": 2}), {"n": "3"}, "n", "multiple"),
     ],

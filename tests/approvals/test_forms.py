@@ -44,7 +44,7 @@ def test_each_schema_construct_gets_its_field():
     assert (fields["ok"].label, fields["ok"].help_text) == ("Looks right", "Tick when it does")
     assert isinstance(fields["maybe"], forms.NullBooleanField)
     assert isinstance(fields["size"], forms.TypedChoiceField)
-    assert [label for _, label in fields["size"].choices] == ["S", "M", "3"]
+    assert [label for _, label in fields["size"].choices] == ["---------", "S", "M", "3"]
     assert isinstance(fields["when"], forms.DateField)
     assert isinstance(fields["at"], forms.DateTimeField)
     assert isinstance(fields["email"], forms.EmailField)
@@ -66,6 +66,16 @@ def test_each_schema_construct_gets_its_field():
         "count",
         "address__city",
     ]
+
+
+@pytest.mark.parametrize("schema", [{"enum": ["publish", "remove"]}, SCHEMA])
+def test_a_required_choice_starts_unchosen_and_must_be_chosen(schema):
+    form = form_for(schema, {})
+    field = "response" if "enum" in schema else "size"
+    assert form.fields[field].choices[0] == ("", "---------")
+    assert "selected>---------" in str(form[field])
+    assert not form.is_valid()
+    assert form.errors[field] == ["This field is required."]
 
 
 def test_the_answer_is_the_json_the_schema_describes():
