@@ -71,13 +71,14 @@ def test_filters_search_and_ordering(login, approver):
     services.claim(first.pk, actor=bob)
     client = login(approver)
     assert listed(client.get(INBOX)) == [first.pk, second.pk, third.pk]  # oldest first
-    assert listed(client.get(INBOX, {"o": "-4"})) == [third.pk, second.pk, first.pk]
+    waited = 3  # the column's index in the sort parameter (the checkbox is 0)
+    assert listed(client.get(INBOX, {"o": f"-{waited}"})) == [third.pk, second.pk, first.pk]
     assert listed(client.get(INBOX, {"assigned": "yes"})) == [first.pk]
     assert listed(client.get(INBOX, {"claimed": "yes"})) == [second.pk]
     assert listed(client.get(INBOX, {"overdue": "yes"})) == [third.pk]
     assert listed(client.get(INBOX, {"q": "globex"})) == [second.pk]
     assert listed(client.get(INBOX, {"q": "invoice"})) == [first.pk]
-    assert listed(client.get(INBOX, {"workflow": "expense_approval"})) == []
+    assert listed(client.get(INBOX, {"workflow": "test_expense"})) == []
     assert listed(client.get(INBOX, {"workflow": "hitl_test_ask"})) == [
         first.pk,
         second.pk,
@@ -99,6 +100,7 @@ def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
     )
     page = login(approver).get(INBOX).content.decode()
     assert "Approve the budget" in page
+    assert '<small class="quiet">hitl_test_ask</small>' in page  # the workflow, under it
     assert "user:alice, group:ops" in page
     assert "0 of 2" in page
     assert "in 2\xa0hours" in page or "in 3\xa0hours" in page

@@ -23,6 +23,12 @@ from workflows.models import Decision, Invocation
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+# How many pixels of an element's content are scrolled out of sight sideways.
+HIDDEN_WIDTH = (
+    "(selector) => { const e = document.querySelector(selector); "
+    "return Math.max(0, e.scrollWidth - e.clientWidth); }"
+)
+
 
 @pytest.fixture
 def chromium(live_server):
@@ -84,10 +90,12 @@ def test_an_approver_decides_from_the_inbox(live_server, chromium):
         page.wait_for_selector("#result_list")
         rows = page.locator("#result_list tbody tr").count()
         countdown = page.inner_text("time.hitl-deadline >> nth=0")
+        inbox_hidden = page.evaluate(HIDDEN_WIDTH, "#changelist .results")
         page.screenshot(path=SCREENSHOTS / "inbox.png", full_page=True)
         page.click("text=Approve the team offsite in Lisbon?")
         page.wait_for_selector("#decision-form")
         page.fill("textarea[name=comment]", "Within budget, enjoy.")
+        decision_hidden = page.evaluate(HIDDEN_WIDTH, "html")
         page.screenshot(path=SCREENSHOTS / "decision.png", full_page=True)
         page.click("#approve")
         page.wait_for_selector("ul.messagelist")
@@ -99,6 +107,8 @@ def test_an_approver_decides_from_the_inbox(live_server, chromium):
 
     assert "Pending approvals: 3" in banner
     assert rows == 3
+    assert inbox_hidden == 0, "a column of the inbox is scrolled out of sight at 1,280 px"
+    assert decision_hidden == 0, "the decision page is wider than 1,280 px"
     assert countdown.startswith("in ")
     assert "is answered" in message
     assert next_page != live_server.url + decision_url(offsite), "opened the next question"
