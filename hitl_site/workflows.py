@@ -10,6 +10,7 @@
   draft node, which runs again with a fresh run_id.
 """
 
+from datetime import timedelta
 from typing import Any
 
 from workflows.engine import Context, JoinNode, RequestInput, Workflow, node
@@ -17,6 +18,9 @@ from workflows.registry import register
 
 APPROVAL_LIMIT = 100.0  # at or under: approved without asking
 LARGE_EXPENSE = 1000.0  # over: a manager and two finance approvers decide
+# Deadlines (shown counting down in the inbox); hitl_periodic or beat applies on_timeout.
+MANAGER_DEADLINE = timedelta(days=3)
+MODERATION_DEADLINE = timedelta(hours=8)
 
 MANAGERS = "group:managers"
 FINANCE = "group:finance"
@@ -80,6 +84,8 @@ def ask_manager(node_input: dict) -> RequestInput:
         payload=node_input,
         response_schema=DECISION_SCHEMA,
         assignees=[MANAGERS],
+        timeout=MANAGER_DEADLINE,
+        on_timeout={"approved": False, "comment": "no manager answered within 3 days"},
     )
 
 
@@ -165,6 +171,8 @@ def review_post(ctx: Context, node_input: dict) -> Any:
             payload=node_input,
             response_schema=MODERATION_SCHEMA,
             assignees=[MODERATORS],
+            timeout=MODERATION_DEADLINE,
+            on_timeout={"decision": "remove", "reason": "not reviewed within 8 hours"},
         )
     return {**node_input, **decision}
 

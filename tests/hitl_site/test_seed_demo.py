@@ -8,7 +8,7 @@ from django.core.management import call_command, get_commands
 from django.urls import reverse
 
 from approvals.models import inbox
-from workflows.models import Interrupt, Invocation
+from workflows.models import Decision, Interrupt, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,15 +21,20 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     out = StringIO()
     call_command("seed_demo", stdout=out)
     printed = out.getvalue()
-    assert "approver / approver" in printed and "admin / admin" in printed
+    assert "approver / approver and approver2 / approver2" in printed
+    assert "admin / admin" in printed
     users = get_user_model().objects
-    approver, admin = users.get(username="approver"), users.get(username="admin")
-    assert approver.is_staff and not approver.is_superuser
-    assert admin.is_superuser
-    assert approver.check_password("approver") and admin.check_password("admin")
-    assert approver.has_perm("workflows.answer_interrupt")
-    assert approver.has_perm("workflows.view_invocation")
-    assert not approver.has_perm("workflows.cancel_invocation")
+    admin = users.get(username="admin")
+    assert admin.is_superuser and admin.check_password("admin")
+    # Two staff approvers: a quorum of two can be tried with two logins.
+    approvers = [users.get(username=name) for name in ("approver", "approver2")]
+    for approver in approvers:
+        assert approver.is_staff and not approver.is_superuser
+        assert approver.check_password(approver.username)
+        assert approver.has_perm("workflows.answer_interrupt")
+        assert approver.has_perm("workflows.view_invocation")
+        assert not approver.has_perm("workflows.cancel_invocation")
+    approver, approver2 = approvers
 
     statuses = sorted(Invocation.objects.values_list("workflow_name", "status"))
     assert statuses == [
@@ -41,16 +46,29 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
+        ("expense_approval", "WAITING"),
     ]
     pending = Interrupt.objects.filter(status="pending")
-    assert pending.count() == 9
-    # Everything pending is the approver's to answer (admin already approved Linus's
-    # finance question once, and the quorum needs a second person).
-    assert inbox(approver).count() == 9
-    assert f"{Invocation.objects.count()} invocations; 9 questions wait" in printed
+    assert pending.count() == 11
+    # Everything pending is each approver's to answer (admin already approved Linus's
+    # finance question once, and the quorum needs a second person; nobody has voted on
+    # Katherine's yet, so approver and approver2 can make its quorum of two).
+    assert inbox(approver).count() == inbox(approver2).count() == 11
+    quorum = pending.filter(quorum=2).order_by("created_at")
+    assert [q.decisions.count() for q in quorum] == [1, 0]
+    assert f"{Invocation.objects.count()} invocations; 11 questions wait" in printed
+    # Deadlines count down in the inbox: the managers' and the moderators' questions.
+    assert pending.filter(deadline__isnull=False).count() == 7
+    # The seeded decisions carry their comment, as a person's decision does.
+    assert set(Decision.objects.values_list("comment", flat=True)) == {
+        "budgeted in Q3",
+        "no receipt",
+        "add the termination clause",
+        "",  # the moderation answer has no comment
+    }
 
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert Invocation.objects.count() == 8
+    assert Invocation.objects.count() == 9
 
 
 def test_the_front_door_leads_to_the_inbox(client):

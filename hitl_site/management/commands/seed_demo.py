@@ -1,4 +1,4 @@
-"""Demo data for `make demo`: two logins and invocations of the three demo workflows, some
+"""Demo data for `make demo`: three logins and invocations of the three demo workflows, some
 waiting for an answer, some answered, so the inbox and the monitor have something to show.
 
 A command of the demo project, not of the reusable app: it creates users with known
@@ -16,8 +16,13 @@ from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS
 from workflows import services
 from workflows.models import Interrupt, Invocation
 
-# username, password, superuser
-LOGINS = [("approver", "approver", False), ("admin", "admin", True)]
+# username, password, superuser. Two staff approvers, so a quorum of two can be tried with
+# two logins (in two browsers, or one of them in a private window).
+LOGINS = [
+    ("approver", "approver", False),
+    ("approver2", "approver2", False),
+    ("admin", "admin", True),
+]
 GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS)]
 # What a staff approver needs besides its groups: the inbox and the monitor, read-only.
 APPROVER_PERMISSIONS = [
@@ -32,6 +37,7 @@ EXPENSES = [
     {"employee": "Grace", "amount": 89.5, "purpose": "books"},  # approved without asking
     {"employee": "Linus", "amount": 2500.0, "purpose": "laptop"},  # manager and finance
     {"employee": "Margaret", "amount": 640.0, "purpose": "team dinner"},
+    {"employee": "Katherine", "amount": 1800.0, "purpose": "conference abroad"},  # no vote yet
 ]
 REJECTED_EXPENSE = {"employee": "Alan", "amount": 300.0, "purpose": "taxi"}
 POSTS = [
@@ -56,8 +62,8 @@ def permission(dotted: str) -> Permission:
 
 class Command(BaseCommand):
     help = (
-        "Create the demo logins (approver/approver: staff, not superuser; admin/admin) and "
-        "seed invocations of the demo workflows."
+        "Create the demo logins (approver/approver and approver2/approver2: staff, not "
+        "superusers; admin/admin) and seed invocations of the demo workflows."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -70,8 +76,9 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
-                "answer.\nLogins: approver / approver (staff approver, not a superuser; "
-                "groups managers, finance, moderators, editors) and admin / admin (superuser)."
+                "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
+                "approvers, not superusers; groups managers, finance, moderators, editors) and "
+                "admin / admin (superuser)."
             )
         )
 
@@ -116,4 +123,4 @@ class Command(BaseCommand):
     @staticmethod
     def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:
         question = invocation.interrupts.get(status="pending", path__contains=f"/{node}@")
-        services.decide(question.id, {**response, "comment": comment}, actor=actor)
+        services.decide(question.id, {**response, "comment": comment}, actor=actor, comment=comment)
