@@ -3,7 +3,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: venv demo test lint format bench clean
+.PHONY: venv demo test lint format bench bench-compare clean
 
 venv: $(STAMP)
 
@@ -44,6 +44,15 @@ bench: venv
 			echo "== $$script: not present, skipped"; \
 		fi; \
 	done
+
+# This project beside LangGraph and Google ADK (benchmark-only dependencies, in a virtualenv
+# of their own), then the scale runs; rewrites the tables of docs/performance.md and its plots.
+BENCH_VENV ?= .venv-bench
+bench-compare:
+	test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q -r bench/compare/requirements.txt -e .
+	$(BENCH_VENV)/bin/python -m bench.compare.run --write-docs
+	$(BENCH_VENV)/bin/python -m bench.compare.scale --write-docs
 
 # Also resets the demo: its SQLite database goes (the next `make demo` seeds a fresh one).
 clean:

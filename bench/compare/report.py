@@ -245,9 +245,12 @@ def _replace_section(text: str, marker: str, body: str) -> str:
     return pattern.sub(lambda _: f"{start}\n{body}\n{end}", text)
 
 
+def write_section(marker: str, body: str) -> None:
+    DOC.write_text(_replace_section(DOC.read_text(), marker, body))
+
+
 def write_docs(data: dict[str, Any], configs: list[Any], body: str) -> None:
-    text = DOC.read_text()
-    DOC.write_text(_replace_section(text, "compare", body))
+    write_section("compare", body)
     plot_per_node(data, configs)
     plot_history(data, configs)
 
@@ -335,3 +338,62 @@ def plot_throughput(results: dict[int, float]) -> None:
     figure.tight_layout()
     figure.savefig(IMG / "perf-throughput.png", dpi=110)
     plt.close(figure)
+
+
+def scale_tables(results: dict[str, Any]) -> str:
+    latency, throughput = results.get("latency", {}), results.get("throughput", {})
+    lines = []
+    if latency:
+        empty, seeded = latency["resume_empty"], latency["resume_seeded"]
+        lines += [
+            f"### Resume with {latency['waiting']:,} invocations waiting (PostgreSQL)",
+            "",
+            markdown(
+                ["database", "resume median ms", "p99 ms", "resumes"],
+                [
+                    [
+                        "empty",
+                        f"{empty['median_ms']:.2f}",
+                        f"{empty['p99_ms']:.2f}",
+                        str(empty["n"]),
+                    ],
+                    [
+                        f"{latency['waiting']:,} waiting",
+                        f"{seeded['median_ms']:.2f}",
+                        f"{seeded['p99_ms']:.2f}",
+                        str(seeded["n"]),
+                    ],
+                ],
+            ),
+            "",
+            f"Ratio (waiting / empty, median): {seeded['median_ms'] / empty['median_ms']:.2f}. "
+            f"Seeding took {latency['seed_seconds']:.0f} s.",
+            "",
+            "### Bytes stored per waiting `expense_approval` invocation",
+            "",
+            f"Tables and indexes grew by {latency['bytes_per_waiting']:,.0f} bytes per waiting "
+            "invocation (1,000 of them, PostgreSQL). Its rows' own sizes: "
+            + ", ".join(f"{k} {v:,} B" for k, v in latency["row_bytes"].items())
+            + ".",
+            "",
+        ]
+    if throughput:
+        rows = [
+            [
+                str(workers),
+                str(r["invocations"]),
+                f"{r['seconds']:.2f}",
+                f"{r['per_second']:.1f}",
+            ]
+            for workers, r in sorted(throughput.items(), key=lambda kv: int(kv[0]))
+        ]
+        lines += [
+            "### Throughput: completed invocations per second (PostgreSQL + Redis)",
+            "",
+            markdown(["worker processes", "invocations", "seconds", "completed / s"], rows),
+            "",
+        ]
+        plot_throughput({int(k): v["per_second"] for k, v in throughput.items()})
+    load = results.get("load_average_start"), results.get("load_average_end")
+    lines.append(f"Load average at start {load[0]}, at end {load[1]}.")
+    return "\n".join(lines)
