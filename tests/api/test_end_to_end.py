@@ -41,7 +41,7 @@ def test_client_starts_answers_one_of_two_then_the_other_and_reads_the_output(
         WebhookEndpoint.objects.create(url=receiver.url, secret=secret)
         started = client.post(
             "/api/invocations/",
-            {"workflow": "content_moderation", "input": {"posts": ["kind words", "spam"]}},
+            {"workflow": "test_moderation", "input": {"posts": ["kind words", "spam"]}},
             format="json",
             HTTP_IDEMPOTENCY_KEY="e2e-start",
         )

@@ -1,4 +1,4 @@
-"""A real `celery -A hitl_site worker` process on PostgreSQL with a Redis or RabbitMQ broker:
+"""A real `celery -A tests.project worker` process on PostgreSQL with a Redis or RabbitMQ broker:
 start, interrupt, answer through services, complete; and recovery of an answer whose run
 task was lost (DESIGN 3.7, issue 3)."""
 
@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from hitl_site.celery import app as celery_app
+from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.engine import FunctionResponse
 from workflows.engine.status import InterruptStatus, NodeStatus
@@ -30,13 +30,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.broker]
 
 EXPENSE = {"amount": 250, "employee": "Ada"}
 EXPENSE_PATHS = [
-    "expense_approval@1",
-    "expense_approval@1/prepare@1",
-    "expense_approval@1/manager_approval@1",
-    "expense_approval@1/decide@1",
-    "expense_approval@1/reimburse@1",
+    "test_expense@1",
+    "test_expense@1/prepare@1",
+    "test_expense@1/manager_approval@1",
+    "test_expense@1/decide@1",
+    "test_expense@1/reimburse@1",
 ]
-MANAGER_PATH = "expense_approval@1/manager_approval@1"
+MANAGER_PATH = "test_expense@1/manager_approval@1"
 APPROVAL = {"approved": True, "comment": "fine"}
 
 
@@ -71,7 +71,7 @@ def assert_completed_once(invocation: Invocation, interrupt_id: str) -> None:
     assert row.error == ""
     assert row.output == {
         "status": "reimbursed",
-        "reference": f"{invocation.pk}:expense_approval@1/reimburse@1",
+        "reference": f"{invocation.pk}:test_expense@1/reimburse@1",
     }
     assert row.finished_at is not None
     assert row.lease_owner == ""
@@ -88,7 +88,7 @@ def assert_completed_once(invocation: Invocation, interrupt_id: str) -> None:
         ), path
     assert runs[MANAGER_PATH].output == APPROVAL
     assert runs[MANAGER_PATH].resume_inputs == {interrupt_id: APPROVAL}
-    assert runs["expense_approval@1/decide@1"].route == "approve"
+    assert runs["test_expense@1/decide@1"].route == "approve"
 
     events = list(SessionEvent.objects.filter(invocation=invocation).order_by("id"))
     completed = Counter(e.path for e in events if e.status == NodeStatus.COMPLETED)
@@ -112,7 +112,7 @@ def assert_completed_once(invocation: Invocation, interrupt_id: str) -> None:
 @pytest.mark.parametrize("celery_broker", ["redis", "amqp"], indirect=True)
 def test_worker_runs_until_interrupt_and_resumes_on_the_answer(postgres, celery_broker):
     with celery_worker(celery_broker) as worker:
-        invocation = services.start("expense_approval", EXPENSE)
+        invocation = services.start("test_expense", EXPENSE)
         assert invocation.status == NodeStatus.PENDING  # the worker runs it, not this process
 
         interrupt = wait_for(lambda: waiting_interrupt(invocation), what="the manager question")
@@ -142,7 +142,7 @@ def test_answer_whose_run_task_was_lost_is_recovered(postgres, celery_broker):
     is lost from the broker; the recovery sweep re-enqueues it and a new worker completes
     the invocation."""
     with celery_worker(celery_broker):
-        invocation = services.start("expense_approval", EXPENSE)
+        invocation = services.start("test_expense", EXPENSE)
         interrupt = wait_for(lambda: waiting_interrupt(invocation), what="the manager question")
 
     services.submit_function_responses(
@@ -172,7 +172,7 @@ def test_start_and_answer_while_the_broker_is_down_are_not_lost(postgres, celery
     re-enqueues the runs once the broker is back."""
     with celery_worker(celery_broker):
         with broker_down(celery_broker):
-            invocation = services.start("expense_approval", EXPENSE)
+            invocation = services.start("test_expense", EXPENSE)
         assert reload(invocation).status == NodeStatus.PENDING
         assert queue_length(celery_app, QUEUE) == 0, "nothing reached the broker"
 

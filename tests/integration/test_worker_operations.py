@@ -1,4 +1,4 @@
-"""What an operator sees of a real `celery -A hitl_site worker`: its log lines name the
+"""What an operator sees of a real `celery -A tests.project worker`: its log lines name the
 invocation they belong to, and its heartbeat makes hitl_status healthy (issue 9)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_worker_logs_name_the_invocation_and_its_heartbeat_keeps_status_healthy(
             lambda: Heartbeat.objects.filter(kind=Heartbeat.WORKER, name=worker.name).exists(),
             what="the worker's heartbeat",
         )
-        invocation = services.start("expense_approval", {"employee": "Ada", "amount": 250})
+        invocation = services.start("test_expense", {"employee": "Ada", "amount": 250})
         wait_for(
             lambda: Invocation.objects.get(pk=invocation.pk).status == NodeStatus.WAITING,
             what="the invocation to wait",

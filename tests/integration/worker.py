@@ -1,11 +1,11 @@
 """Real Celery workers for integration tests.
 
-- `celery_worker(broker_url, queue)`: a context manager running `celery -A hitl_site worker`
+- `celery_worker(broker_url, queue)`: a context manager running `celery -A tests.project worker`
   in a subprocess against the test database pytest-django created (so the test must use
   `transactional_db`: the worker only sees committed rows).
-- `use_broker(broker_url, queue)`: points the in-process Celery app (`hitl_site.celery.app`)
+- `use_broker(broker_url, queue)`: points the in-process Celery app (`tests.project.celery.app`)
   at a real broker with `task_always_eager=False`, on a queue of its own, and restores the
-  eager in-process configuration of tests/settings.py afterwards.
+  eager in-process configuration of tests/project/settings.py afterwards.
 - The `celery_broker` fixture (exported through tests/integration/conftest.py) does the
   latter for one test; parametrize it indirectly with "redis" or "amqp".
 - `broker_down(broker_url)`: inside the block the in-process app's broker refuses
@@ -39,7 +39,7 @@ import pytest
 from django.db import connection
 from kombu import Connection
 
-from hitl_site.celery import app as celery_app
+from tests.project.celery import app as celery_app
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 QUEUE = "hitl-integration-tests"
@@ -121,7 +121,7 @@ def purge(app: Any = celery_app) -> int:
 
 @contextmanager
 def _app_sends_to(broker_url: str, queue: str) -> Iterator[Any]:
-    """Point `hitl_site.celery.app` at `broker_url` (not eager) on `queue`; restore after."""
+    """Point `tests.project.celery.app` at `broker_url` (not eager) on `queue`; restore after."""
     app = celery_app
     saved = {key: app.conf[key] for key in SWITCHED_SETTINGS}
     # Celery prefers the CELERY_BROKER_URL environment variable to app.conf.broker_url.
@@ -143,7 +143,7 @@ def _app_sends_to(broker_url: str, queue: str) -> Iterator[Any]:
 
 @contextmanager
 def use_broker(broker_url: str, queue: str = QUEUE) -> Iterator[Any]:
-    """Point `hitl_site.celery.app` at a real broker (not eager) on `queue`, purged before
+    """Point `tests.project.celery.app` at a real broker (not eager) on `queue`, purged before
     and deleted after."""
     with _app_sends_to(broker_url, queue) as app:
         purge(app)
@@ -310,9 +310,9 @@ def celery_worker(
     queue: str = QUEUE,
     *,
     timeout: float = READY_TIMEOUT,
-    settings: str = "hitl_site.settings",
+    settings: str = "tests.project.worker_settings",
 ) -> Iterator[WorkerProcess]:
-    """Run `celery -A hitl_site worker -P solo` on the test database until the block ends.
+    """Run `celery -A tests.project worker -P solo` on the test database until the block ends.
 
     `settings` is the worker's DJANGO_SETTINGS_MODULE (a test project of its own can
     register test workflows there). Prints the worker's log when the block (or the start)
@@ -333,7 +333,7 @@ def celery_worker(
             "-m",
             "celery",
             "-A",
-            "hitl_site",
+            "tests.project",
             "worker",
             "-P",
             "solo",

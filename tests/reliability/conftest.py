@@ -11,8 +11,8 @@ import pytest
 from celery.schedules import maybe_schedule
 from django.conf import settings
 
-from hitl_site.celery import app as celery_app
 from tests.integration.worker import WorkerProcess, celery_broker, celery_worker, require_postgres
+from tests.project.celery import app as celery_app
 
 from . import workflows  # noqa: F401  # registers the test workflows in this process
 

@@ -1,5 +1,6 @@
-"""Settings of the worker processes the reliability tests start: the project's settings
-with the test workflows of tests/reliability/workflows.py registered.
+"""Settings of the worker processes the reliability tests start: the test project's worker
+settings (tests/project/worker_settings.py) with the test workflows of
+tests/reliability/workflows.py registered.
 
 A test may pin its workers' lease length with the environment variable
 HITL_TEST_LEASE_SECONDS (the worker inherits the test process's environment); without it
@@ -7,8 +8,8 @@ the workers run with the default."""
 
 import os
 
-from hitl_site.settings import *  # noqa: F403
-from hitl_site.settings import HITL
+from tests.project.worker_settings import *  # noqa: F403
+from tests.project.worker_settings import HITL
 
 HITL = {
     **HITL,

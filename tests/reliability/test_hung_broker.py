@@ -15,8 +15,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from hitl_site.celery import app as celery_app
 from tests.integration.worker import QUEUE, broker_hung, queue_length, wait_for
+from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.engine import FunctionResponse
 from workflows.engine.status import InterruptStatus, NodeStatus

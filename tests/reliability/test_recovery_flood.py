@@ -13,8 +13,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from hitl_site.celery import app as celery_app
 from tests.integration.worker import QUEUE, purge, queue_length, wait_for
+from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.engine.status import NodeStatus
 from workflows.models import Invocation

@@ -102,10 +102,10 @@ def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
     # A finance approver (not a superuser) who may also look at the monitor.
     fiona = grant_answer(ApproverFactory(username="fiona"), "view_invocation")
     fiona.groups.add(Group.objects.create(name="finance"), Group.objects.create(name="moderators"))
-    large = services.start("expense_approval", {"employee": "Linus", "amount": 2500.0})
+    large = services.start("test_expense", {"employee": "Linus", "amount": 2500.0})
     manager = Interrupt.objects.get(invocation=large, path__contains="manager_approval")
     services.submit_function_responses([{"id": manager.id, "response": {"approved": True}}])
-    moderation = services.start("content_moderation", {"posts": ["Hello", "Spam!", "Cat"]})
+    moderation = services.start("test_moderation", {"posts": ["Hello", "Spam!", "Cat"]})
     first_post = Interrupt.objects.filter(invocation=moderation).order_by("path").first()
     services.submit_function_responses([{"id": first_post.id, "response": {"decision": "publish"}}])
     finance = Interrupt.objects.get(invocation=large, path__contains="finance_approval")
@@ -124,27 +124,27 @@ def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
 
     nodes = picture["nodes"]
     assert {node_id: node["status"] for node_id, node in nodes.items()} == {
-        "expense_approval/START": "COMPLETED",
-        "expense_approval/prepare": "COMPLETED",
-        "expense_approval/auto_approve": None,
-        "expense_approval/manager_approval": None,
-        "expense_approval/decide": None,
-        "expense_approval/reimburse": None,
-        "expense_approval/notify_rejection": None,
-        "expense_approval/large_expense/START": "COMPLETED",
-        "expense_approval/large_expense/manager_approval": "COMPLETED",
-        "expense_approval/large_expense/finance_approval": "WAITING",
-        "expense_approval/large_expense/both_approved": "PENDING",
-        "expense_approval/large_expense/combine": None,
+        "test_expense/START": "COMPLETED",
+        "test_expense/prepare": "COMPLETED",
+        "test_expense/auto_approve": None,
+        "test_expense/manager_approval": None,
+        "test_expense/decide": None,
+        "test_expense/reimburse": None,
+        "test_expense/notify_rejection": None,
+        "test_expense/large_expense/START": "COMPLETED",
+        "test_expense/large_expense/manager_approval": "COMPLETED",
+        "test_expense/large_expense/finance_approval": "WAITING",
+        "test_expense/large_expense/both_approved": "PENDING",
+        "test_expense/large_expense/combine": None,
     }
     for node_id, node in nodes.items():
         if not node_id.endswith("/START"):
             assert node["fill"] == STATUS_COLOURS[node["status"]], node_id
     assert picture["clusters"] == {
-        "expense_approval/large_expense": {"status": "WAITING", "fill": STATUS_COLOURS["WAITING"]}
+        "test_expense/large_expense": {"status": "WAITING", "fill": STATUS_COLOURS["WAITING"]}
     }
     linked = {node_id for node_id, node in nodes.items() if node["link"]}
-    assert linked == {"expense_approval/large_expense/finance_approval"}
+    assert linked == {"test_expense/large_expense/finance_approval"}
     assert decision_page == live_server.url + reverse(
         "admin:approvals_pendingapproval_change", args=[finance.id]
     )
@@ -166,25 +166,23 @@ def test_registered_workflows_page_draws_every_graph(live_server, browser):
             "els => els.map(e => [e.dataset.graph, e.dataset.rendered,"
             " e.querySelectorAll('g.hitl-node').length])",
         )
-        page.goto(
-            live_server.url + reverse("admin:workflows_definition", args=["expense_approval"])
-        )
+        page.goto(live_server.url + reverse("admin:workflows_definition", args=["test_expense"]))
         page.wait_for_selector("[data-graph][data-rendered=true]")
         page.locator(".hitl-definition").screenshot(path=SCREENSHOTS / "workflow-graph.png")
         width = page.evaluate("document.documentElement.scrollWidth")
 
     drawn = {graph_id: (state, count) for graph_id, state, count in rendered}
-    assert drawn["hitl-graph-content_moderation"] == ("true", 4)
-    assert drawn["hitl-graph-document_drafting"] == ("true", 4)
-    assert drawn["hitl-graph-expense_approval"] == ("true", 12)  # its cluster is no node
+    assert drawn["hitl-graph-test_moderation"] == ("true", 4)
+    assert drawn["hitl-graph-test_drafting"] == ("true", 4)
+    assert drawn["hitl-graph-test_expense"] == ("true", 12)  # its cluster is no node
     assert {state for state, _ in drawn.values()} == {"true"}  # every registered one
     assert width <= WIDTH
 
 
 def test_cancel_from_the_monitor_asks_first(live_server, browser):
     admin = StaffFactory()
-    target = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
-    other = services.start("expense_approval", {"employee": "Ken", "amount": 600.0})
+    target = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
+    other = services.start("test_expense", {"employee": "Ken", "amount": 600.0})
     url = live_server.url + reverse("admin:workflows_invocation_change", args=[target.pk])
 
     with browser(admin.username) as page:
@@ -204,7 +202,7 @@ def test_cancel_from_the_monitor_asks_first(live_server, browser):
         back_at = page.url
 
     assert "Cancel 1 invocation(s)?" in confirmation
-    assert "node run expense_approval@1/manager_approval@1 (WAITING) stops" in confirmation
+    assert "node run test_expense@1/manager_approval@1 (WAITING) stops" in confirmation
     assert "Approve an expense of 420.00 for Ada?" in confirmation
     assert "Cancelled 1 invocation(s)." in message
     assert "Cancel invocation…" not in after

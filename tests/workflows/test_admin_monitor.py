@@ -99,29 +99,29 @@ def test_registered_workflows_page_draws_each_graph(admin_client):
     content = response.content.decode()
     assert "workflows/vendor/dagre/dagre.min.js" in content
     assert "workflows/graph.js" in content
-    for name in ("expense_approval", "content_moderation", "document_drafting"):
+    for name in ("test_expense", "test_moderation", "test_drafting"):
         graph = page_graph(response, f"hitl-graph-{name}")
         assert graph["name"] == name
-    expense = nodes_by_id(page_graph(response, "hitl-graph-expense_approval"))
-    cluster = expense["expense_approval/large_expense"]
+    expense = nodes_by_id(page_graph(response, "hitl-graph-test_expense"))
+    cluster = expense["test_expense/large_expense"]
     assert cluster["kind"] == "workflow"
-    assert cluster["entry"] == "expense_approval/large_expense/START"
-    assert cluster["exits"] == ["expense_approval/large_expense/combine"]
-    assert expense["expense_approval/large_expense/finance_approval"]["parent"] == (
-        "expense_approval/large_expense"
+    assert cluster["entry"] == "test_expense/large_expense/START"
+    assert cluster["exits"] == ["test_expense/large_expense/combine"]
+    assert expense["test_expense/large_expense/finance_approval"]["parent"] == (
+        "test_expense/large_expense"
     )
-    assert expense["expense_approval/large_expense/both_approved"]["kind"] == "join"
-    moderation = nodes_by_id(page_graph(response, "hitl-graph-content_moderation"))
-    assert moderation["content_moderation/review_post"]["kind"] == "parallel_worker"
+    assert expense["test_expense/large_expense/both_approved"]["kind"] == "join"
+    moderation = nodes_by_id(page_graph(response, "hitl-graph-test_moderation"))
+    assert moderation["test_moderation/review_post"]["kind"] == "parallel_worker"
 
 
 def test_one_workflow_page_and_an_unknown_name(admin_client):
-    response = admin_client.get(reverse("admin:workflows_definition", args=["document_drafting"]))
+    response = admin_client.get(reverse("admin:workflows_definition", args=["test_drafting"]))
     assert response.status_code == 200
-    edges = page_graph(response, "hitl-graph-document_drafting")["edges"]
+    edges = page_graph(response, "hitl-graph-test_drafting")["edges"]
     assert {
-        "source": "document_drafting/review",
-        "target": "document_drafting/draft",
+        "source": "test_drafting/review",
+        "target": "test_drafting/draft",
         "route": "revise",
     } in edges
     missing = admin_client.get(reverse("admin:workflows_definition", args=["expense_aproval"]))
@@ -138,20 +138,20 @@ def test_graph_pages_need_the_view_permission(client):
 
 def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(client):
     client.force_login(approver("managers", "finance"))
-    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    invocation = services.start("test_expense", LARGE_EXPENSE)
     response = client.get(change_url(invocation))
     assert response.status_code == 200
     content = response.content.decode()
     assert "View invocation" in content and "Change invocation" not in content
     graph = nodes_by_id(page_graph(response))
-    assert graph["expense_approval/START"]["status"] == "COMPLETED"
-    assert graph["expense_approval/prepare"]["status"] == "COMPLETED"
-    assert graph["expense_approval/large_expense"]["status"] == "WAITING"
-    assert graph["expense_approval/manager_approval"]["status"] is None  # another route
-    assert graph["expense_approval/decide"]["status"] is None
+    assert graph["test_expense/START"]["status"] == "COMPLETED"
+    assert graph["test_expense/prepare"]["status"] == "COMPLETED"
+    assert graph["test_expense/large_expense"]["status"] == "WAITING"
+    assert graph["test_expense/manager_approval"]["status"] is None  # another route
+    assert graph["test_expense/decide"]["status"] is None
     questions = {i.path: i.id for i in Interrupt.objects.filter(invocation=invocation)}
     for name in ("manager_approval", "finance_approval"):
-        waiting = graph[f"expense_approval/large_expense/{name}"]
+        waiting = graph[f"test_expense/large_expense/{name}"]
         assert waiting["status"] == "WAITING"
         assert waiting["url"] == decision_url(questions[waiting["path"]])
     for status in ("Pending", "Running", "Waiting", "Completed", "Failed", "Cancelled"):
@@ -159,9 +159,9 @@ def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(
 
 
 def test_who_may_not_answer_a_question_is_linked_to_its_record(client):
-    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    invocation = services.start("test_expense", LARGE_EXPENSE)
     finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
-    waiting = "expense_approval/large_expense/finance_approval"
+    waiting = "test_expense/large_expense/finance_approval"
     # A superuser outside the finance group: the assignees bind superusers too.
     for user in (StaffFactory(), viewer(), approver("managers")):
         client.force_login(user)
@@ -181,7 +181,7 @@ def test_who_may_not_answer_a_question_is_linked_to_its_record(client):
 
 
 def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
-    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    invocation = services.start("test_expense", LARGE_EXPENSE)
     finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
     approver = ApproverFactory(username="fiona")
     approver.groups.add(Group.objects.create(name="finance"))
@@ -195,14 +195,14 @@ def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
 def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one(client):
     client.force_login(approver("moderators"))
     invocation = services.start(
-        "content_moderation", {"posts": ["Hello", "Buy cheap pills", "Nice photo"]}
+        "test_moderation", {"posts": ["Hello", "Buy cheap pills", "Nice photo"]}
     )
     questions = list(Interrupt.objects.filter(invocation=invocation).order_by("path"))
     services.submit_function_responses(
         [{"id": questions[1].id, "response": {"decision": "remove", "reason": "spam"}}]
     )
     worker = nodes_by_id(page_graph(client.get(change_url(invocation))))[
-        "content_moderation/review_post"
+        "test_moderation/review_post"
     ]
     assert worker["status"] == "WAITING"
     items = {item["label"]: item for item in worker["items"]}
@@ -217,7 +217,7 @@ def test_parallel_worker_items_are_drawn_inside_their_node_and_resume_one_by_one
 
 def test_the_page_takes_as_many_queries_for_twenty_items_as_for_two(admin_client):
     def queries_for(count: int) -> int:
-        invocation = services.start("content_moderation", {"posts": ["post"] * count})
+        invocation = services.start("test_moderation", {"posts": ["post"] * count})
         moderator = ApproverFactory()
         moderator.groups.add(Group.objects.get_or_create(name="moderators")[0])
         for question in Interrupt.objects.filter(invocation=invocation)[: count // 2]:
@@ -231,7 +231,7 @@ def test_the_page_takes_as_many_queries_for_twenty_items_as_for_two(admin_client
 
 
 def test_timeline_shows_times_function_calls_answers_and_routes(admin_client):
-    invocation = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
     question = Interrupt.objects.get(invocation=invocation)
     services.submit_function_responses(
         [{"id": question.id, "response": {"approved": True, "comment": "fine by me"}}]
@@ -248,7 +248,7 @@ def test_timeline_shows_times_function_calls_answers_and_routes(admin_client):
     assert "&quot;comment&quot;: &quot;fine by me&quot;" in timeline
     assert '<dt>route</dt><dd><pre class="hitl-json">approve</pre>' in timeline
     node_runs = content.split("<h2>Node runs</h2>", 1)[1].split("<h2>Questions</h2>", 1)[0]
-    assert 'title="expense_approval@1/reimburse@1">reimburse@1<' in node_runs
+    assert 'title="test_expense@1/reimburse@1">reimburse@1<' in node_runs
     assert re.search(r"<td>\d+\.\d\d s</td>", node_runs)  # durations of finished runs
 
 
@@ -283,7 +283,7 @@ def test_an_invocation_of_a_workflow_no_longer_registered_still_shows(admin_clie
 
 def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(client):
     client.force_login(approver("managers"))
-    invocation = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
     question = Interrupt.objects.get(invocation=invocation)
     inbox_url = reverse("admin:approvals_pendingapproval_change", args=[question.id])
     assert decision_url(question.id) == inbox_url
@@ -310,7 +310,7 @@ def test_without_the_approvals_inbox_questions_link_to_the_interrupt_page(monkey
 @pytest.mark.parametrize("user_kind", ["superuser", "viewer"])
 def test_a_post_to_the_change_form_changes_nothing(client, user_kind):
     client.force_login(StaffFactory() if user_kind == "superuser" else viewer())
-    invocation = services.start("expense_approval", {"employee": "Ada", "amount": 420.0})
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
     before = snapshot()
     response = client.post(
         change_url(invocation),
@@ -325,7 +325,7 @@ def test_a_post_to_the_change_form_changes_nothing(client, user_kind):
 
 
 def test_cancel_asks_for_confirmation_and_shows_what_will_be_cancelled(admin_client):
-    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    invocation = services.start("test_expense", LARGE_EXPENSE)
     cancel_url = reverse("admin:workflows_invocation_cancel", args=[invocation.pk])
     assert cancel_url in admin_client.get(change_url(invocation)).content.decode()
     before = snapshot()
@@ -333,9 +333,7 @@ def test_cancel_asks_for_confirmation_and_shows_what_will_be_cancelled(admin_cli
     assert confirmation.status_code == 200
     content = confirmation.content.decode()
     assert "Cancel 1 invocation(s)?" in content
-    assert (
-        "node run expense_approval@1/large_expense@1/finance_approval@1 (WAITING) stops" in content
-    )
+    assert "node run test_expense@1/large_expense@1/finance_approval@1 (WAITING) stops" in content
     assert "Finance: approve a large expense of 2500.00" in content
     assert snapshot() == before  # asking changes nothing
 
@@ -352,8 +350,8 @@ def test_cancel_asks_for_confirmation_and_shows_what_will_be_cancelled(admin_cli
 
 
 def test_cancel_action_confirms_first_and_skips_finished_invocations(admin_client):
-    waiting = services.start("expense_approval", LARGE_EXPENSE)
-    done = services.start("expense_approval", {"employee": "Grace", "amount": 50.0})
+    waiting = services.start("test_expense", LARGE_EXPENSE)
+    done = services.start("test_expense", {"employee": "Grace", "amount": 50.0})
     done.refresh_from_db()
     assert done.status == "COMPLETED"  # small amounts need no approval
     changelist = reverse("admin:workflows_invocation_changelist")
@@ -377,7 +375,7 @@ def test_cancel_action_confirms_first_and_skips_finished_invocations(admin_clien
 
 def test_cancel_and_retry_need_their_own_permissions(client):
     client.force_login(viewer())
-    invocation = services.start("expense_approval", LARGE_EXPENSE)
+    invocation = services.start("test_expense", LARGE_EXPENSE)
     changelist = client.get(reverse("admin:workflows_invocation_changelist"))
     assert changelist.status_code == 200
     assert changelist.context["action_form"] is None  # no action is offered

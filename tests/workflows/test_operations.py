@@ -75,16 +75,16 @@ def chatty_workflow():
 @pytest.mark.usefixtures("chatty_workflow")
 def test_status_is_healthy_and_lists_questions_by_workflow():
     for employee in ("Ada", "Grace"):
-        services.start("expense_approval", {**EXPENSE, "employee": employee})
+        services.start("test_expense", {**EXPENSE, "employee": employee})
     services.start("chatty")
-    oldest = Interrupt.objects.filter(workflow_name="expense_approval").first()
+    oldest = Interrupt.objects.filter(workflow_name="test_expense").first()
     Interrupt.objects.filter(pk=oldest.pk).update(created_at=timezone.now() - timedelta(hours=3))
     periodic_jobs_ran()
     code, out, err = status()
     assert code == 0, err
     assert "Pending questions: 3" in out
     assert "  chatty: 1, oldest asked " in out
-    assert "  expense_approval: 2, oldest asked 3 h ago" in out
+    assert "  test_expense: 2, oldest asked 3 h ago" in out
     assert f"Oldest waiting: {oldest.pk} ({oldest.path}), asked 3 h ago" in out
     assert "Workers: none needed (Celery runs tasks eagerly, in-process)" in out
     assert "Periodic jobs: 1 alive" in out
@@ -108,7 +108,7 @@ def test_silent_periodic_jobs_need_attention():
 
 def test_overdue_question_needs_attention():
     periodic_jobs_ran()
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     Interrupt.objects.filter(invocation=invocation).update(
         deadline=timezone.now() - timedelta(minutes=5)
     )
@@ -122,7 +122,7 @@ def test_overdue_question_needs_attention():
 
 def test_stalled_invocation_needs_attention():
     periodic_jobs_ran()
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     Invocation.objects.filter(pk=invocation.pk).update(
         status=NodeStatus.PENDING, updated_at=timezone.now() - timedelta(minutes=10)
     )
@@ -134,7 +134,7 @@ def test_stalled_invocation_needs_attention():
 
 def test_answer_not_applied_needs_attention():
     periodic_jobs_ran()
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     Interrupt.objects.filter(invocation=invocation).update(
         status=InterruptStatus.RESOLVED,
         response={"approved": True},
@@ -150,7 +150,7 @@ def test_answer_not_applied_needs_attention():
 
 def test_recent_failures_need_attention():
     periodic_jobs_ran()
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     Invocation.objects.filter(pk=invocation.pk).update(status=NodeStatus.FAILED)
     code, out, err = status()
     assert code == 1
@@ -189,7 +189,7 @@ def test_worker_heartbeats_are_recorded_at_most_every_quarter_period():
 
 
 def test_eager_task_runs_record_no_worker():
-    services.start("expense_approval", EXPENSE)
+    services.start("test_expense", EXPENSE)
     assert not Heartbeat.objects.exists()
 
 
@@ -225,7 +225,7 @@ def test_a_heartbeat_that_cannot_be_stored_does_not_raise(monkeypatch, caplog):
 
 
 def test_hitl_periodic_once_expires_overdue_questions_and_records_its_heartbeat():
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     Interrupt.objects.filter(invocation=invocation).update(
         deadline=timezone.now() - timedelta(seconds=1)
     )
@@ -321,7 +321,7 @@ def test_the_run_task_names_its_invocation_however_it_was_called(caplog):
 
     caplog.handler.addFilter(ContextFilter())
     caplog.set_level(logging.INFO)
-    invocation = services.start("expense_approval", EXPENSE)
+    invocation = services.start("test_expense", EXPENSE)
     run_invocation.apply(kwargs={"invocation_id": str(invocation.pk)})
     run_invocation.apply(args=[str(invocation.pk)])
     done = [r for r in caplog.records if "succeeded" in r.getMessage()]

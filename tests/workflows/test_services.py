@@ -37,7 +37,7 @@ def snapshot() -> str:
 
 
 def waiting_expense(**overrides):
-    invocation = services.start("expense_approval", {**EXPENSE, **overrides})
+    invocation = services.start("test_expense", {**EXPENSE, **overrides})
     invocation.refresh_from_db()
     assert invocation.status == NodeStatus.WAITING
     return invocation, Interrupt.objects.get(invocation=invocation)
@@ -50,14 +50,14 @@ def answer(interrupt_id: str, response, name: str = "manager_approval") -> dict:
 def test_start_runs_until_the_first_question():
     invocation, question = waiting_expense()
     assert question.status == InterruptStatus.PENDING
-    assert question.path == "expense_approval@1/manager_approval@1"
+    assert question.path == "test_expense@1/manager_approval@1"
     assert question.response_schema["required"] == ["approved"]
     assert question.message.startswith("Approve an expense of 420.00")
     paths = dict(NodeRun.objects.filter(invocation=invocation).values_list("path", "status"))
     assert paths == {
-        "expense_approval@1": "WAITING",
-        "expense_approval@1/prepare@1": "COMPLETED",
-        "expense_approval@1/manager_approval@1": "WAITING",
+        "test_expense@1": "WAITING",
+        "test_expense@1/prepare@1": "COMPLETED",
+        "test_expense@1/manager_approval@1": "WAITING",
     }
 
 
@@ -141,7 +141,7 @@ def test_start_refuses_unknown_workflows_and_non_json_input():
     with pytest.raises(UnknownWorkflowError, match="nope"):
         services.start("nope", {})
     with pytest.raises(InputValidationError, match="type object cannot be stored as JSON"):
-        services.start("expense_approval", {"when": object()})
+        services.start("test_expense", {"when": object()})
     assert snapshot() == before
 
 

@@ -1,5 +1,5 @@
 """The Django store on a file SQLite database in WAL mode, as the embedded default runs
-it (hitl_site's settings without DATABASE_URL: a file, Celery eager), with several threads
+it (the test project's settings on a file database, Celery eager), with several threads
 starting and answering at once (issue 6: "the SQLite store tested with concurrent
 connections on a file database in WAL mode"). Twice: with the options docs/embedding.md
 recommends (IMMEDIATE transactions, a 20 s busy timeout), and with WAL alone (Django's
@@ -142,10 +142,9 @@ def test_threads_starting_and_answering_on_a_wal_file_database(tmp_path, transac
     database = tmp_path / "hitl.sqlite3"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "hitl_site.settings",
-        "DATABASE_URL": "",  # the embedded default: SQLite at SQLITE_PATH, Celery eager
+        "DJANGO_SETTINGS_MODULE": "tests.project.settings",
+        "DATABASE_URL": f"sqlite:///{database}",
         "CELERY_BROKER_URL": "",
-        "SQLITE_PATH": str(database),
     }
     finished = subprocess.run(
         [sys.executable, "-m", "tests.workflows.test_sqlite_concurrency", transactions],
