@@ -152,7 +152,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         return format_html(
             "{}<br><small>then {}</small>",
             display.countdown(obj.deadline),
-            display.timeout_policy(obj.on_timeout, brief=True),
+            display.timeout_summary(obj.on_timeout),
         )
 
     @admin.display(description="approvals")

@@ -89,6 +89,20 @@ def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:
     return format_html("answered with {}", render_value(response))
 
 
+def timeout_summary(on_timeout: Any) -> SafeString:
+    """The timeout policy in a word or two for a list cell ("rejected", "a default
+    answer"); the whole answer shows on hover and on the decision page."""
+    if on_timeout is None:
+        return timeout_policy(None)
+    response = on_timeout.get("response")
+    approved = response.get("approved") if isinstance(response, dict) else None
+    if isinstance(approved, bool):
+        words = "approved" if approved else "rejected"
+    else:
+        words = "a default answer"
+    return format_html('<span title="{}">{}</span>', timeout_policy(on_timeout, brief=True), words)
+
+
 def refusal_message(exc: Exception) -> str:
     """What a person is told when the service refuses their decision."""
     code = getattr(exc, "code", "")

@@ -68,6 +68,10 @@ def test_approve_answers_and_opens_the_next_question(login, approver):
     response = client.post(decision_url(second), {"decision": "reject"})
     assert response["Location"] == INBOX
     assert Invocation.objects.get(pk=second.invocation_id).output == {"approved": False}
+    # The answered question's page says who answered; no deadline talk any more.
+    page = client.get(decision_url(first)).content.decode()
+    assert "Answered by alice" in page
+    assert "no deadline" not in page and "Decisions so far" not in page
 
 
 def test_a_generated_form_answers_a_structured_question(login, approver):

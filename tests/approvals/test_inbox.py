@@ -95,6 +95,12 @@ def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
         on_timeout={"approved": False},
     )
     ask(message="Overdue one", timeout=timedelta(seconds=1))
+    ask(
+        message="Grade it",
+        response_schema={"type": "object", "properties": {"grade": {"type": "string"}}},
+        timeout=timedelta(hours=3),
+        on_timeout={"grade": "C"},
+    )
     Interrupt.objects.filter(message="Overdue one").update(
         deadline=timezone.now() - timedelta(minutes=10)
     )
@@ -104,7 +110,9 @@ def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
     assert "user:alice, group:ops" in page
     assert "0 of 2" in page
     assert "in 2\xa0hours" in page or "in 3\xa0hours" in page
-    assert "then answered with" in page
+    # The policy in a word in the list; the default answer itself on hover.
+    assert '<small>then <span title="answered with “approved: no”">rejected</span>' in page
+    assert '<span title="answered with “grade: C”">a default answer</span>' in page
     assert "overdue by 10\xa0minutes" in page
     assert "then the invocation fails" in page
     assert 'class="hitl-deadline"' in page
