@@ -953,6 +953,9 @@ class _KeepAlive:
         self._leases: dict[str, list[Any]] = {}
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
+        # When the thread next looks at the leases (it is woken only for an earlier one:
+        # waking it costs the running invocation a thread switch).
+        self._wakes_at = float("inf")
 
     @contextlib.contextmanager
     def keep_alive(
@@ -967,11 +970,13 @@ class _KeepAlive:
         with self._changed:
             self._leases[owner] = entry
             if self._thread is None or not self._thread.is_alive():
+                self._wakes_at = 0.0
                 self._thread = threading.Thread(
                     target=self._run, name="hitl-lease-keep-alive", daemon=True
                 )
                 self._thread.start()
-            self._changed.notify()
+            elif entry[3] < self._wakes_at:
+                self._changed.notify()
         try:
             yield
         finally:
@@ -984,9 +989,11 @@ class _KeepAlive:
                 now = time.monotonic()
                 due = [(o, e) for o, e in self._leases.items() if e[3] <= now]
                 if not due:
-                    soonest = min((e[3] for e in self._leases.values()), default=None)
-                    self._changed.wait(None if soonest is None else soonest - now)
+                    self._wakes_at = min((e[3] for e in self._leases.values()), default=now + 60)
+                    self._changed.wait(self._wakes_at - now)
+                    self._wakes_at = 0.0
                     continue
+                self._wakes_at = 0.0
             for owner, (store, invocation_id, ttl, _, on_lost) in due:
                 try:
                     held = store.renew_lease_apart(invocation_id, owner, ttl)
