@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from workflows import services
-from workflows.admin import ReadOnlyAdmin
+from workflows.admin import ReadOnlyAdmin, question_cell
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.expressions import HasAnyElement
@@ -128,11 +128,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     # -- columns ---------------------------------------------------------------------------
     @admin.display(description="what is asked")
     def question(self, obj: Interrupt) -> str:
-        return format_html(
-            '{}<br><small class="quiet">{}</small>',
-            Truncator(obj.message or f"answer {obj.pk}").chars(90),
-            obj.workflow_name,
-        )
+        return question_cell(obj, obj.workflow_name)
 
     @admin.display(description="for whom")
     def for_whom(self, obj: Interrupt) -> str:
@@ -333,7 +329,18 @@ def _outcome_message(decision: Decision) -> str:
 class DecisionAdmin(ReadOnlyAdmin):
     """Decisions are immutable: listed and shown, never changed or deleted here."""
 
-    list_display = ["interrupt", "actor", "response", "comment", "created_at"]
+    list_display = ["question", "actor", "answer", "comment", "created_at"]
     list_select_related = ["interrupt", "actor"]
     search_fields = ["interrupt__id", "interrupt__message", "comment"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]  # the latest first
+    fields = ["interrupt", "actor", "answer", "comment", "created_at"]
+    readonly_fields = fields
+
+    @admin.display(description="question", ordering="interrupt__message")
+    def question(self, obj: Decision) -> str:
+        return Truncator(obj.interrupt.message or obj.interrupt_id).chars(80)
+
+    @admin.display(description="answer")
+    def answer(self, obj: Decision) -> str:
+        return display.one_line(obj.response)

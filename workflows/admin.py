@@ -24,6 +24,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from . import services, webhooks
 from .engine.errors import WorkflowError
@@ -58,19 +59,40 @@ def decision_url(interrupt_id: str) -> str | None:
     return None
 
 
-def question_url(interrupt: Interrupt, user: Any) -> str:
-    """Where the monitor links a question: its decision page while `user` may answer it
-    (the answer policy says so and they have not decided yet), else its read-only record."""
+def answer_url(interrupt: Interrupt, user: Any) -> str | None:
+    """The decision page of `interrupt` while `user` may answer it (the answer policy says
+    so and they have not decided yet), else None."""
     decided = any(decision.actor_id == user.pk for decision in interrupt.decisions.all())
     if (
         interrupt.status == InterruptStatus.PENDING
         and not decided
         and answer_policy().can_answer(user, interrupt)
     ):
-        url = decision_url(interrupt.id)
-        if url:
-            return url
-    return reverse("admin:workflows_interrupt_change", args=[quote(interrupt.id)])
+        return decision_url(interrupt.id)
+    return None
+
+
+def question_url(interrupt: Interrupt, user: Any) -> str:
+    """Where the monitor links a question: its decision page while `user` may answer it,
+    else its read-only record."""
+    return answer_url(interrupt, user) or reverse(
+        "admin:workflows_interrupt_change", args=[quote(interrupt.id)]
+    )
+
+
+def short_id(obj: Invocation | Interrupt) -> str:
+    """A UUID's first 8 characters: enough to tell rows apart, and a list stays narrow."""
+    return str(obj.pk)[:8]
+
+
+def question_cell(interrupt: Interrupt, *details: str) -> str:
+    """A question in a list: its message, and `details` in small print beneath it (one
+    column instead of several, so the list fits 1,280 px beside the admin's sidebars)."""
+    return format_html(
+        '{}<br><small class="quiet">{}</small>',
+        Truncator(interrupt.message or f"answer {interrupt.pk}").chars(90),
+        " · ".join(details),
+    )
 
 
 def pretty_json(value: Any) -> str:
@@ -246,6 +268,10 @@ class InvocationAdmin(ReadOnlyAdmin):
     class Media:
         css = {"all": ["workflows/monitor.css"]}
 
+    @admin.display(description="id", ordering="id")
+    def short_id(self, obj: Invocation) -> str:
+        return short_id(obj)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         pending = Interrupt.objects.filter(status=InterruptStatus.PENDING).only(
             "id", "invocation_id", "message"
@@ -259,10 +285,6 @@ class InvocationAdmin(ReadOnlyAdmin):
         )
 
     # --- columns and fields
-
-    @admin.display(description="id", ordering="id")
-    def short_id(self, obj: Invocation) -> str:
-        return str(obj.pk)[:8]
 
     @admin.display(description="workflow", ordering="workflow_name")
     def workflow_link(self, obj: Invocation) -> str:
@@ -472,10 +494,30 @@ class InvocationAdmin(ReadOnlyAdmin):
 
 @admin.register(Interrupt)
 class InterruptAdmin(ReadOnlyAdmin):
-    list_display = ["id", "workflow_name", "message", "status", "deadline", "created_at"]
+    list_display = ["question", "status", "deadline", "created_at"]
     list_filter = ["status", "workflow_name"]
     search_fields = ["id", "message"]
     readonly_fields = [f.name for f in Interrupt._meta.fields]
+    change_form_template = "admin/workflows/interrupt/change_form.html"
+
+    @admin.display(description="question", ordering="message")
+    def question(self, obj: Interrupt) -> str:
+        return question_cell(obj, obj.workflow_name, short_id(obj))
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Interrupt | None = None,
+    ) -> HttpResponse:
+        # The record is read-only; a pending question someone may answer links to where
+        # they answer it.
+        url = obj and answer_url(obj, request.user)
+        context["answer_url"] = url if url != request.path else None  # no approvals inbox
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 # --- Webhooks ---------------------------------------------------------------------------------

@@ -330,3 +330,18 @@ def test_bad_values_show_on_their_field_and_store_nothing(
     errors = response.context["form"].errors
     assert field in errors and message in errors[field][0]
     assert not Decision.objects.exists()
+
+
+def test_the_decisions_list_says_what_was_asked_and_answered_in_words(login, approver):
+    first = ask(message="Approve the offsite")
+    second = ask(message="Approve the laptop")
+    services.decide(first.pk, {"approved": True}, actor=approver, comment="fine")
+    services.decide(second.pk, {"approved": False}, actor=approver, comment="too dear")
+    client = login(grant_answer(approver, "view_decision"))
+    page = client.get("/admin/workflows/decision/").content.decode()
+    assert page.index("Approve the laptop") < page.index("Approve the offsite")  # latest first
+    assert "approved: no" in page and "too dear" in page
+    assert "{&quot;approved&quot;" not in page and first.pk not in page  # no JSON, no UUIDs
+    decision = Decision.objects.get(interrupt=second)
+    page = client.get(f"/admin/workflows/decision/{decision.pk}/change/").content.decode()
+    assert "approved: no" in page and "too dear" in page and "Close" in page

@@ -290,10 +290,28 @@ def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(cli
     content = client.get(change_url(invocation)).content.decode()
     assert f'<a href="{inbox_url}">Approve an expense' in content
     assert client.get(inbox_url).status_code == 200
+    # The read-only record of a question this user may answer links to where they answer.
+    answer_it = f'<a href="{inbox_url}" id="answer-it">Answer it</a>'
+    assert answer_it in client.get(record_url(question.id)).content.decode()
+    client.force_login(approver("finance"))  # not among the assignees: no link
+    assert "answer-it" not in client.get(record_url(question.id)).content.decode()
+    client.force_login(approver("managers"))
     services.submit_function_responses([{"id": question.id, "response": {"approved": True}}])
     content = client.get(change_url(invocation)).content.decode()
     assert f'<a href="{record_url(question.id)}">Approve an expense' in content
-    assert client.get(record_url(question.id)).status_code == 200
+    response = client.get(record_url(question.id))
+    assert response.status_code == 200
+    assert "answer-it" not in response.content.decode()  # answered: nothing to answer
+
+
+def test_the_questions_list_is_narrow_and_links_the_question(admin_client):
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
+    question = Interrupt.objects.get(invocation=invocation)
+    content = admin_client.get(reverse("admin:workflows_interrupt_changelist")).content.decode()
+    # The question links to its record; the workflow and a short id in small print.
+    assert f'<a href="{record_url(question.id)}">Approve an expense of 420.00' in content
+    assert f'<small class="quiet">test_expense · {question.id[:8]}</small>' in content
+    assert question.id not in content.replace(record_url(question.id), "")
 
 
 def test_without_the_approvals_inbox_questions_link_to_the_interrupt_page(monkeypatch):
