@@ -98,6 +98,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     show_full_result_count = False  # one count per page, not two, on a large inbox
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "approvals/decision.html"
+    change_list_template = "approvals/change_list.html"  # says why the list is empty
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         return super().changelist_view(

@@ -86,6 +86,18 @@ def test_filters_search_and_ordering(login, approver):
     ]
 
 
+def test_an_empty_inbox_says_why(login, approver):
+    client = login(approver)
+    page = client.get(INBOX).content.decode()
+    assert "Nothing waits for your decision" in page and 'id="result_list"' not in page
+    ask(message="Pay invoice 17", assignees=["user:alice"])
+    assert "Pay invoice 17" in client.get(INBOX).content.decode()
+    for filtered in ({"overdue": "yes"}, {"q": "no such words"}):
+        page = client.get(INBOX, filtered).content.decode()
+        assert "matches this search or these filters" in page, filtered
+        assert "Show every question waiting for you" in page
+
+
 def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
     ask(
         message="Approve the budget",
