@@ -301,6 +301,8 @@ class InvocationAdmin(ReadOnlyAdmin):
 
     @admin.display(description="output")
     def output_json(self, obj: Invocation) -> str:
+        if obj.output is None and obj.status in OPEN_STATUSES:
+            return "- (not finished yet)"
         return format_html('<pre class="hitl-json">{}</pre>', pretty_json(obj.output))
 
     @admin.display(description="error")

@@ -252,6 +252,13 @@ def test_timeline_shows_times_function_calls_answers_and_routes(admin_client):
     assert re.search(r"<td>\d+\.\d\d s</td>", node_runs)  # durations of finished runs
 
 
+def test_an_unfinished_invocation_says_so_instead_of_output_null(admin_client):
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
+    content = admin_client.get(change_url(invocation)).content.decode()
+    assert "- (not finished yet)" in content
+    assert '<pre class="hitl-json">null</pre>' not in content
+
+
 def test_a_failed_node_shows_its_traceback(admin_client, failing_workflow):
     invocation = services.start("failing", {"currency": "XTS"})
     invocation.refresh_from_db()
