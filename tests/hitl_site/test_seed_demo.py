@@ -79,3 +79,7 @@ def test_the_front_door_leads_to_the_inbox(client):
     response = client.get("/", follow=True)
     assert response.redirect_chain[-1][0] == inbox_url
     assert "Approve an expense of 420.00 for Ada?" in response.content.decode()
+
+
+def test_the_favicon_a_browser_asks_for_is_no_404(client):
+    assert client.get("/favicon.ico").status_code == 204
