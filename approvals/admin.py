@@ -231,18 +231,27 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     def _mark(self, request: HttpRequest, interrupt: Interrupt, action: str) -> HttpResponse:
         """Claim, release or reassign; report the outcome and show the page again."""
+        assignees = _assignee_list(request.POST.get("assignees", ""))
         operations = {
-            "claim": lambda: services.claim(interrupt.pk, actor=request.user),
-            "release": lambda: services.release(interrupt.pk, actor=request.user),
-            "reassign": lambda: services.reassign(
-                interrupt.pk, _assignee_list(request.POST.get("assignees", "")), actor=request.user
+            "claim": (
+                lambda: services.claim(interrupt.pk, actor=request.user),
+                "Claimed: others see that you are working on it.",
+            ),
+            "release": (
+                lambda: services.release(interrupt.pk, actor=request.user),
+                "Released: nobody has claimed it now.",
+            ),
+            "reassign": (
+                lambda: services.reassign(interrupt.pk, assignees, actor=request.user),
+                f"Reassigned to {', '.join(assignees) or 'anyone who may answer'}.",
             ),
         }
         try:
             if action not in operations:
                 raise ResponseValidationError(interrupt.pk, "_action", f"unknown action {action!r}")
-            operations[action]()
-            self.message_user(request, f"{action.title()}: done.", messages.SUCCESS)
+            operation, outcome = operations[action]
+            operation()
+            self.message_user(request, outcome, messages.SUCCESS)
         except (WorkflowError, PermissionDenied) as exc:
             self.message_user(request, display.refusal_message(exc), messages.ERROR)
         return HttpResponseRedirect(request.path)

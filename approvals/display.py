@@ -11,6 +11,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
+from workflows.engine.errors import ResponseValidationError
+
 
 def _scalar(value: Any) -> SafeString:
     if value is None:
@@ -112,4 +114,6 @@ def refusal_message(exc: Exception) -> str:
         return "You already decided on this question; one decision per person."
     if isinstance(exc, PermissionDenied):
         return f"You may not answer this question: {exc}"
+    if isinstance(exc, ResponseValidationError):  # its text starts with the interrupt's id
+        return f"Refused: {exc.message}. Nothing was changed."
     return str(exc)

@@ -158,7 +158,8 @@ def test_claim_release_and_a_decision_over_someone_elses_claim(login, approver):
     interrupt = ask()
     bob = ApproverFactory(username="bob")
     client = login(approver)
-    client.post(decision_url(interrupt), {"_action": "claim"})
+    response = client.post(decision_url(interrupt), {"_action": "claim"})
+    assert messages_of(response) == ["Claimed: others see that you are working on it."]
     assert Interrupt.objects.get(pk=interrupt.pk).claimed_by == approver
     client = login(bob)
     page = client.get(decision_url(interrupt)).content.decode()
@@ -179,9 +180,19 @@ def test_reassign_from_the_page(login, approver):
         decision_url(interrupt), {"_action": "reassign", "assignees": "user:nobody"}, follow=True
     )
     assert any("no such user:nobody" in m for m in messages_of(response))
+    # The refusal names the problem, not the interrupt's id.
+    assert all(interrupt.pk not in m for m in messages_of(response))
+    response = client.post(
+        decision_url(interrupt), {"_action": "reassign", "assignees": "finance"}, follow=True
+    )
+    [refusal] = messages_of(response)
+    assert refusal.startswith("Refused: assignee 'finance' is not") and interrupt.pk not in refusal
     client.post(decision_url(interrupt), {"_action": "reassign", "assignees": "user:bob, group:x"})
     assert Interrupt.objects.get(pk=interrupt.pk).assignees == ["user:alice"]  # group:x unknown
-    client.post(decision_url(interrupt), {"_action": "reassign", "assignees": "user:bob"})
+    response = client.post(
+        decision_url(interrupt), {"_action": "reassign", "assignees": "user:bob"}
+    )
+    assert "Reassigned to user:bob." in messages_of(response)
     assert Interrupt.objects.get(pk=interrupt.pk).assignees == ["user:bob"]
     assert client.get(decision_url(interrupt)).status_code == 403  # alice handed it over
     supervisor = grant_answer(UserFactory(is_staff=True), "answer_interrupt", "reassign_interrupt")
