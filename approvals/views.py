@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
 from django.contrib.auth.views import redirect_to_login
 from django.core import signing
 from django.core.exceptions import PermissionDenied
@@ -26,7 +27,8 @@ TEMPLATE = "approvals/email_decision.html"
 
 
 def _page(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
-    return render(request, TEMPLATE, context, status=status)
+    # The admin's context: its header with who is logged in and the log-out link.
+    return render(request, TEMPLATE, {**admin.site.each_context(request), **context}, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -40,7 +42,12 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("admin:login"))
     if request.user.pk != link.user_id:
-        raise PermissionDenied("This link was sent to someone else; log in as them to use it.")
+        problem = (
+            f"This link was sent to someone else, and you are logged in as "
+            f"{request.user.get_username()}. Log out, open the link again and log in as the "
+            "person it was sent to."
+        )
+        return _page(request, 403, problem=problem)
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id).first()
     if interrupt is None:
         return _page(request, 404, problem="This question no longer exists.")

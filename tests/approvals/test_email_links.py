@@ -92,6 +92,8 @@ def test_get_confirms_post_decides_once(client):
     assert not Decision.objects.exists(), "a GET never decides"
     done = client.post(url, {"comment": "not this quarter"})
     assert b"Recorded: you rejected" in done.content
+    assert b"Open the approvals inbox" in done.content
+    assert b"Log out" in done.content  # the admin's header: who is logged in
     interrupt.refresh_from_db()
     assert interrupt.status == InterruptStatus.RESOLVED
     assert Invocation.objects.get(pk=interrupt.invocation_id).output == {
@@ -111,7 +113,10 @@ def test_a_link_works_only_for_its_user_when_logged_in(client):
     response = client.get(url)
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     client.force_login(mallory)
-    assert client.post(url).status_code == 403
+    refused = client.post(url)
+    assert refused.status_code == 403
+    assert "sent to someone else, and you are logged in as mallory" in refused.content.decode()
+    assert b"Log out" in refused.content
     assert not Decision.objects.exists()
 
 
