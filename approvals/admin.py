@@ -201,7 +201,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)
         if not (may_answer or may_reassign):
-            raise PermissionDenied(answer_policy().refusal(request.user, interrupt))
+            # Why, on a page with the way back (the question itself stays hidden).
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Not yours to answer",
+                "reason": answer_policy().refusal(request.user, interrupt),
+            }
+            return TemplateResponse(request, "approvals/refused.html", context, status=403)
         pending = interrupt.status == InterruptStatus.PENDING
         already = interrupt.decisions.filter(actor=request.user.pk).exists()
         form = None
@@ -254,6 +260,10 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             self.message_user(request, outcome, messages.SUCCESS)
         except (WorkflowError, PermissionDenied) as exc:
             self.message_user(request, display.refusal_message(exc), messages.ERROR)
+            return HttpResponseRedirect(request.path)
+        interrupt.refresh_from_db()
+        if not can_reassign(request.user, interrupt):  # handed over: the page is not theirs now
+            return HttpResponseRedirect(self._next_url(request, interrupt))
         return HttpResponseRedirect(request.path)
 
     def _decide(self, request: HttpRequest, interrupt: Interrupt, form: Any) -> HttpResponse | None:

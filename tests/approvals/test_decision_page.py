@@ -149,7 +149,12 @@ def test_who_may_not_answer_gets_403(login, approver):
     assert login(staff).get(decision_url(four_eyes)).status_code == 403
     assert login(starter).get(decision_url(four_eyes)).status_code == 403
     assert login(starter).post(decision_url(four_eyes), {"decision": "approve"}).status_code == 403
-    assert login(approver).get(decision_url(for_bob)).status_code == 403
+    refused = login(approver).get(decision_url(for_bob))
+    assert refused.status_code == 403
+    # Why, and the way back; not what was asked.
+    page = refused.content.decode()
+    assert "You may not answer this question: alice is not among the assignees" in page
+    assert "Open your pending approvals" in page and for_bob.message not in page
     assert login(approver).get(decision_url(four_eyes)).status_code == 200
     assert not Decision.objects.exists()
 
@@ -195,6 +200,7 @@ def test_reassign_from_the_page(login, approver):
     assert "Reassigned to user:bob." in messages_of(response)
     assert Interrupt.objects.get(pk=interrupt.pk).assignees == ["user:bob"]
     assert client.get(decision_url(interrupt)).status_code == 403  # alice handed it over
+    assert response["Location"] == INBOX  # so she went on to her inbox, not to that 403
     supervisor = grant_answer(UserFactory(is_staff=True), "answer_interrupt", "reassign_interrupt")
     page = login(supervisor).get(decision_url(interrupt)).content.decode()
     assert "Reassign to" in page and 'id="approve"' not in page
