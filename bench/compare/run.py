@@ -80,7 +80,7 @@ class Plan:
     long_rounds: dict[int, int] = field(default_factory=lambda: {100: 6, 1000: 3})
     fanout_rounds: int = 2
     history_size: int = 1000
-    history_rounds: int = 1
+    history_rounds: int = 2
     adk_history_size: int = 100  # ADK's resume grows with the session: 1,000 takes too long
     adk_long_rounds: int = 1  # ADK's 1,000-node chain and fan-out: one round
 

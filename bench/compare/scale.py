@@ -315,14 +315,19 @@ def main() -> int:
     results: dict[str, Any] = {"load_average_start": os.getloadavg()}
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    for phase in ("latency", "throughput"):
-        out = out_dir / f"scale-{phase}.json"
+    # Throughput twice: with Celery's default (a new database connection for every task)
+    # and with CELERY_DB_REUSE_MAX set (see bench/compare/settings.py).
+    runs = [("latency", "latency", "0"), ("throughput", "throughput", "0")]
+    runs.append(("throughput", "throughput_reuse", "1000"))
+    for phase, key, reuse in runs:
+        out = out_dir / f"scale-{key}.json"
         command = [sys.executable, "-m", "bench.compare.scale", "--phase", phase, "--out", str(out)]
         command += ["--seed", str(args.seed), "--invocations", str(args.invocations)]
         command += ["--workers", *map(str, args.workers)]
         command += ["--throughput-invocations", str(args.throughput_invocations)]
-        subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        results[phase] = json.loads(out.read_text())
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HITL_BENCH_DB_REUSE_MAX": reuse}
+        subprocess.run(command, cwd=ROOT, check=True, env=env)
+        results[key] = json.loads(out.read_text())
     results["load_average_end"] = os.getloadavg()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     final = out_dir / f"scale-{stamp}.json"
