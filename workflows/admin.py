@@ -99,6 +99,11 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def json_block(value: Any) -> str:
+    """A JSON value as an indented block for a read-only page."""
+    return format_html('<pre class="hitl-json">{}</pre>', pretty_json(value))
+
+
 def human_duration(delta: timedelta) -> str:
     """'0.42 s', '12 s', '3 min 5 s', '2 h 3 min', '3 d 4 h'."""
     seconds = max(delta.total_seconds(), 0.0)
@@ -297,13 +302,13 @@ class InvocationAdmin(ReadOnlyAdmin):
 
     @admin.display(description="input")
     def input_json(self, obj: Invocation) -> str:
-        return format_html('<pre class="hitl-json">{}</pre>', pretty_json(obj.input))
+        return json_block(obj.input)
 
     @admin.display(description="output")
     def output_json(self, obj: Invocation) -> str:
         if obj.output is None and obj.status in OPEN_STATUSES:
             return "- (not finished yet)"
-        return format_html('<pre class="hitl-json">{}</pre>', pretty_json(obj.output))
+        return json_block(obj.output)
 
     @admin.display(description="error")
     def error_text(self, obj: Invocation) -> str:
@@ -499,12 +504,92 @@ class InterruptAdmin(ReadOnlyAdmin):
     list_display = ["question", "status", "deadline", "created_at"]
     list_filter = ["status", "workflow_name"]
     search_fields = ["id", "message"]
-    readonly_fields = [f.name for f in Interrupt._meta.fields]
+    # What was asked of whom and how it ended first; the engine's bookkeeping folded.
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "message",
+                    "status",
+                    "invocation",
+                    "for_whom",
+                    "quorum",
+                    "four_eyes",
+                    "claimed_by",
+                    "deadline",
+                    "when_overdue",
+                    "created_at",
+                ]
+            },
+        ),
+        (
+            "Question and answer",
+            {
+                "fields": [
+                    "payload_json",
+                    "response_schema_json",
+                    "response_json",
+                    "resolved_by",
+                    "resolved_at",
+                ]
+            },
+        ),
+        (
+            "Internals",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "id",
+                    "workflow_name",
+                    "path",
+                    "run_id",
+                    "claimed_at",
+                    "timeout_seconds",
+                    "consumed",
+                    "deferred",
+                ],
+            },
+        ),
+    ]
+    readonly_fields = [
+        *(f.name for f in Interrupt._meta.fields),
+        "for_whom",
+        "when_overdue",
+        "payload_json",
+        "response_schema_json",
+        "response_json",
+    ]
     change_form_template = "admin/workflows/interrupt/change_form.html"
+
+    class Media:
+        css = {"all": ["workflows/monitor.css"]}
 
     @admin.display(description="question", ordering="message")
     def question(self, obj: Interrupt) -> str:
         return question_cell(obj, obj.workflow_name, short_id(obj))
+
+    @admin.display(description="for whom")
+    def for_whom(self, obj: Interrupt) -> str:
+        return ", ".join(obj.assignees) or "anyone who may answer"
+
+    @admin.display(description="when overdue")
+    def when_overdue(self, obj: Interrupt) -> str:
+        if obj.on_timeout is None:
+            return "the invocation fails"
+        return format_html("answered with {}", json_block(obj.on_timeout.get("response")))
+
+    @admin.display(description="payload")
+    def payload_json(self, obj: Interrupt) -> str:
+        return json_block(obj.payload)
+
+    @admin.display(description="response schema")
+    def response_schema_json(self, obj: Interrupt) -> str:
+        return json_block(obj.response_schema)
+
+    @admin.display(description="answer")
+    def response_json(self, obj: Interrupt) -> str:
+        return "-" if obj.response is None else json_block(obj.response)
 
     def render_change_form(
         self,

@@ -311,6 +311,18 @@ def test_questions_link_to_the_inbox_while_pending_and_to_their_record_after(cli
     assert "answer-it" not in response.content.decode()  # answered: nothing to answer
 
 
+def test_a_questions_record_reads_as_a_question_not_as_raw_fields(admin_client):
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
+    question = Interrupt.objects.get(invocation=invocation)
+    page = admin_client.get(record_url(question.id)).content.decode()
+    # Indented JSON blocks, not JSON squeezed onto one line.
+    assert '<pre class="hitl-json">{\n  &quot;employee&quot;: &quot;Ada&quot;' in page
+    assert "[&quot;group:managers&quot;]" not in page
+    assert "group:managers" in page  # for whom, as the inbox writes it
+    assert "the invocation fails" in page  # what happens when overdue, in words
+    assert page.index("Question and answer") < page.index("Internals")
+
+
 def test_the_questions_list_is_narrow_and_links_the_question(admin_client):
     invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
     question = Interrupt.objects.get(invocation=invocation)
