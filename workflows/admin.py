@@ -365,10 +365,14 @@ class InvocationAdmin(ReadOnlyAdmin):
             interrupt.response_json = (
                 None if interrupt.response is None else pretty_json(interrupt.response)
             )
+        rows = node_run_rows(node_runs, timezone.now())
+        by_id = {interrupt.id: interrupt for interrupt in interrupts}
+        for row in rows:  # a waiting run links its questions, named by what they ask
+            row["waits_for"] = [by_id[i] for i in row["run"].interrupt_ids or [] if i in by_id]
         return {
             "graph": monitor_graph(invocation, node_runs, pending),
             "statuses": [status.value for status in NodeStatus],
-            "node_run_rows": node_run_rows(node_runs, timezone.now()),
+            "node_run_rows": rows,
             "interrupts": interrupts,
             "event_rows": event_rows(invocation.events.order_by("id")),
             "can_cancel": invocation.status in OPEN_STATUSES

@@ -156,6 +156,11 @@ def test_invocation_page_shows_the_picture_with_statuses_and_links_to_questions(
         assert waiting["url"] == decision_url(questions[waiting["path"]])
     for status in ("Pending", "Running", "Waiting", "Completed", "Failed", "Cancelled"):
         assert f"</span>{status}</li>" in content  # the legend
+    # Waiting node runs link their questions by what they ask, not by bare ids.
+    node_runs = content.split("<h2>Node runs</h2>", 1)[1].split("<h2>Questions</h2>", 1)[0]
+    for question in Interrupt.objects.filter(invocation=invocation):
+        assert f'<a href="{decision_url(question.id)}">{question.message[:30]}' in node_runs
+        assert f"waits for {question.id}" not in node_runs
 
 
 def test_who_may_not_answer_a_question_is_linked_to_its_record(client):
