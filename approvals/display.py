@@ -58,13 +58,12 @@ def countdown(deadline: datetime | None) -> SafeString:
     if deadline is None:
         return mark_safe('<span class="quiet">no deadline</span>')
     now = timezone.now()
-    text = (
-        f"in {timeuntil(deadline, now, depth=2)}"
-        if deadline > now
-        else f"overdue by {timesince(deadline, now, depth=2)}"
-    )
+    if deadline > now:
+        text, overdue = f"in {timeuntil(deadline, now, depth=2)}", ""
+    else:
+        text, overdue = f"overdue by {timesince(deadline, now, depth=2)}", " overdue"
     return format_html(
-        '<time class="hitl-deadline" datetime="{}">{}</time>', deadline.isoformat(), text
+        '<time class="hitl-deadline{}" datetime="{}">{}</time>', overdue, deadline.isoformat(), text
     )
 
 

@@ -126,6 +126,7 @@ def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
     assert '<small>then <span title="answered with “approved: no”">rejected</span>' in page
     assert '<span title="answered with “grade: C”">a default answer</span>' in page
     assert "overdue by 10\xa0minutes" in page
+    assert 'class="hitl-deadline overdue"' in page  # shown in the error colour
     assert "then the invocation fails" in page
     assert 'class="hitl-deadline"' in page
 
