@@ -25,7 +25,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -387,7 +387,8 @@ class DjangoStore:
                 "ORDER BY id",
                 [pk],
             )
-        interrupts = self._select(
+        # An interrupt is created with the node run that raised it: none without runs.
+        interrupts = runs and self._select(
             f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE invocation_id = %s "
             f"AND {OPEN_INTERRUPT} ORDER BY created_at, id",
             [pk, *OPEN_INTERRUPT_PARAMS],
@@ -511,7 +512,7 @@ class DjangoStore:
             if batch.node_runs:
                 self._upsert_node_runs(cursor, batch, now)
             if batch.new_interrupts:
-                self._create_interrupts(batch.new_interrupts)
+                self._create_interrupts(cursor, batch.new_interrupts)
             if batch.events:
                 self._insert_events(cursor, batch)
             if batch.consumed:
@@ -783,16 +784,28 @@ class DjangoStore:
                 f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}", values
             )
 
-    def _create_interrupts(self, records: list[InterruptRecord]) -> None:
-        try:
-            with transaction.atomic(using=self.using):
-                Interrupt.objects.using(self.using).bulk_create([interrupt_row(r) for r in records])
-        except IntegrityError:
-            ids = [r.id for r in records]
-            held = Interrupt.objects.using(self.using).filter(pk__in=ids).first()
-            raise DuplicateInterruptError(
-                held.id if held else ids[0], held.path if held else "another node run"
-            ) from None
+    def _create_interrupts(self, cursor: Any, records: list[InterruptRecord]) -> None:
+        """Insert the interrupt rows; an id held already (by any node run) raises
+        DuplicateInterruptError, and the caller's transaction then writes nothing."""
+        connection = connections[self.using]
+        fields = Interrupt._meta.concrete_fields
+        columns = ", ".join(f.column for f in fields)
+        inserted: set[str] = set()
+        for part in _parts(records, len(fields)):
+            values = []
+            for row in map(interrupt_row, part):
+                values += [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
+            rows = ", ".join([f"({_marks(len(fields))})"] * len(part))
+            cursor.execute(
+                f"INSERT INTO {INTERRUPTS} ({columns}) VALUES {rows} "
+                "ON CONFLICT (id) DO NOTHING RETURNING id",
+                values,
+            )
+            inserted.update(r[0] for r in cursor.fetchall())
+        taken = [r.id for r in records if r.id not in inserted]
+        if taken:
+            held = Interrupt.objects.using(self.using).filter(pk=taken[0]).first()
+            raise DuplicateInterruptError(taken[0], held.path if held else "another node run")
 
     # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
