@@ -88,7 +88,7 @@ OverdueFilter = _user_filter("overdue", "overdue", _overdue)
 class PendingApprovalAdmin(ReadOnlyAdmin):
     # Five columns, the workflow under the question: the list fits 1,280 px beside the
     # admin's navigation and the filters, with no column scrolled out of sight.
-    list_display = ["question", "for_whom", "waited", "due", "progress"]
+    list_display = ["question", "for_whom", "asked", "due", "progress"]
     list_display_links = ["question"]
     list_filter = [WorkflowFilter, AssignedToMeFilter, ClaimedByMeFilter, OverdueFilter]
     search_fields = ["message", "payload"]
@@ -138,9 +138,11 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             who += f" (claimed by {obj.claimed_by.get_username()})"
         return who
 
-    @admin.display(description="waited", ordering="created_at")
-    def waited(self, obj: Interrupt) -> str:
-        return display.waited(obj.created_at)
+    # "asked 3 hours ago", sorted by that time: the oldest first reads as ascending, as the
+    # column's arrow says (a "waited" column would count down under an ascending arrow).
+    @admin.display(description="asked", ordering="created_at")
+    def asked(self, obj: Interrupt) -> str:
+        return f"{display.waited(obj.created_at)} ago"
 
     @admin.display(description="due", ordering="deadline")
     def due(self, obj: Interrupt) -> str:

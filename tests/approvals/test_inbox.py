@@ -71,8 +71,8 @@ def test_filters_search_and_ordering(login, approver):
     services.claim(first.pk, actor=bob)
     client = login(approver)
     assert listed(client.get(INBOX)) == [first.pk, second.pk, third.pk]  # oldest first
-    waited = 3  # the column's index in the sort parameter (the checkbox is 0)
-    assert listed(client.get(INBOX, {"o": f"-{waited}"})) == [third.pk, second.pk, first.pk]
+    asked = 3  # the column's index in the sort parameter (the checkbox is 0)
+    assert listed(client.get(INBOX, {"o": f"-{asked}"})) == [third.pk, second.pk, first.pk]
     assert listed(client.get(INBOX, {"assigned": "yes"})) == [first.pk]
     assert listed(client.get(INBOX, {"claimed": "yes"})) == [second.pk]
     assert listed(client.get(INBOX, {"overdue": "yes"})) == [third.pk]
@@ -121,6 +121,7 @@ def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
     assert '<small class="quiet">hitl_test_ask</small>' in page  # the workflow, under it
     assert "user:alice, group:ops" in page
     assert "0 of 2" in page
+    assert "0\xa0minutes ago" in page  # when it was asked
     assert "in 2\xa0hours" in page or "in 3\xa0hours" in page
     # The policy in a word in the list; the default answer itself on hover.
     assert '<small>then <span title="answered with “approved: no”">rejected</span>' in page
