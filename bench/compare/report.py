@@ -167,6 +167,74 @@ def history_rows(data: dict[str, Any], configs: list[Any]) -> list[list[str]]:
     return rows
 
 
+def _ratio_of(data: dict[str, Any], name: str, base: str, workload: str, which: str) -> Any:
+    """Median over rounds of (name's block median / base's): per node or resume."""
+    if workload == "chain_interrupt":
+        index = 0 if which == "node" else 1
+        return _per_round_ratio(
+            data, name, base, workload, lambda b: [c[index] for c in b["result"]]
+        )
+    return _per_round_ratio(data, name, base, workload, lambda b: b["result"])
+
+
+def target_rows(data: dict[str, Any]) -> list[list[str]]:
+    """The issue's targets against this run: each ratio is the other system's time over
+    ours (at least 2 means "at most half"), growth is last 10 over first 10 resumes."""
+    rows = []
+
+    def verdict(value: Any, wanted: float, at_most: bool = False) -> str:
+        if value is None:
+            return "not measured"
+        return "met" if (value <= wanted if at_most else value >= wanted) else "missed"
+
+    pairs = [
+        ("PostgreSQL: at most half of PostgresSaver sync", "hitl PostgreSQL", 2.0),
+        (
+            "PostgreSQL (prepared): at most half of PostgresSaver sync",
+            "hitl PostgreSQL prepared",
+            2.0,
+        ),
+        ("SQLite: at most half of SqliteSaver sync", "hitl SQLite", 2.0),
+        ("in memory: 10x under InMemorySaver", "hitl memory", 10.0),
+        ("10x under ADK DatabaseSessionService (SQLite)", "hitl SQLite", 10.0),
+    ]
+    others = {
+        "hitl PostgreSQL": "LangGraph PostgresSaver sync",
+        "hitl PostgreSQL prepared": "LangGraph PostgresSaver sync",
+        "hitl SQLite": "LangGraph SqliteSaver sync",
+        "hitl memory": "LangGraph InMemorySaver",
+    }
+    for label, ours, wanted in pairs:
+        other = "ADK DatabaseSessionService SQLite" if "ADK" in label else others[ours]
+        for workload, which, what in (
+            ("chain_interrupt", "node", "per node, 10-node chain"),
+            ("chain_interrupt", "resume", "resume, 10-node chain"),
+            ("chain100", "node", "per node, chain of 100"),
+            ("chain1000", "node", "per node, chain of 1,000"),
+        ):
+            value = _ratio_of(data, other, ours, workload, which)
+            shown = "-" if value is None else f"{value:.1f}x"
+            rows.append([label, what, shown, verdict(value, wanted)])
+    for name in ("hitl memory", "hitl SQLite", "hitl PostgreSQL", "hitl PostgreSQL prepared"):
+        for workload, blocks in data["runs"].get(name, {}).items():
+            if not workload.startswith("history"):
+                continue
+            windows: dict[str, list[float]] = {"first": [], "100th": [], "last": []}
+            for block in blocks:
+                for key, values in history_windows(block).items():
+                    windows[key] += values
+            growth = statistics.median(windows["last"]) / statistics.median(windows["first"])
+            rows.append(
+                [
+                    f"{name}: resume of the 1,000th within 20% of the first",
+                    "last 10 / first 10",
+                    f"{growth:.2f}",
+                    verdict(growth, 1.2, at_most=True),
+                ]
+            )
+    return rows
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -188,6 +256,14 @@ def machine_line(data: dict[str, Any]) -> str:
 
 def tables(data: dict[str, Any], configs: list[Any]) -> str:
     parts = [machine_line(data), ""]
+    targets = target_rows(data)
+    if targets:
+        parts += [
+            "### Targets (ratios: the other system's time over ours, median of per-round ratios)",
+            "",
+            markdown(["target", "measure", "this run", "verdict"], targets),
+            "",
+        ]
     rows = chain_interrupt_rows(data, configs)
     if rows:
         parts += [
