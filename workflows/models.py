@@ -78,7 +78,7 @@ class Invocation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.workflow_name} {self.id} ({self.status})"
+        return f"{self.workflow_name} {self.id} ({self.get_status_display()})"
 
 
 class NodeRun(models.Model):
@@ -204,7 +204,7 @@ class Interrupt(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.id} ({self.status})"
+        return f"{self.id} ({self.get_status_display()})"
 
 
 class Decision(models.Model):

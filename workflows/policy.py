@@ -63,7 +63,7 @@ class AssigneePolicy:
         if not self.may_answer_any(user):
             return f"{who} lacks the permission {ANSWER_PERMISSION}"
         if interrupt.assignees and not set(assignee_names(user)) & set(interrupt.assignees):
-            return f"{who} is not among the assignees of {interrupt.pk!r} ({interrupt.assignees})"
+            return f"{who} is not among the assignees ({', '.join(interrupt.assignees)})"
         if interrupt.four_eyes and interrupt.invocation.started_by_id == user.pk:
             return f"four eyes: {who} started the invocation and may not answer {interrupt.pk!r}"
         return ""
