@@ -231,6 +231,16 @@ def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, Node
     )
 
 
+def _checkpoint_from(
+    invocation_row: tuple, runs: list[tuple], interrupts: list[tuple], for_run: bool
+) -> Checkpoint:
+    return Checkpoint(
+        invocation=invocation_record(invocation_row),
+        node_runs=dict(node_run_state(r, not for_run) for r in runs),
+        interrupts={record.id: record for record in map(interrupt_record, interrupts)},
+    )
+
+
 def interrupt_record(row: tuple) -> InterruptRecord:
     (
         id_,
@@ -372,32 +382,60 @@ class DjangoStore:
     def _checkpoint(self, invocation_row: tuple, *, for_run: bool = False) -> Checkpoint:
         """The invocation's checkpoint; `for_run`: what a run needs, without the inputs and
         outputs of completed node runs (NOT_LOADED)."""
-        invocation = invocation_record(invocation_row)
-        pk = self._pk(invocation.id)
+        (runs_sql, runs_params), interrupts_query = self._checkpoint_queries(
+            invocation_row[0], for_run
+        )
+        runs = self._select(runs_sql, runs_params)
+        # An interrupt is created with the node run that raised it: none without runs.
+        interrupts = runs and self._select(*interrupts_query)
+        return _checkpoint_from(invocation_row, runs, interrupts, for_run)
+
+    def _checkpoint_queries(
+        self, invocation_id: Any, for_run: bool
+    ) -> tuple[tuple[str, list[Any]], tuple[str, list[Any]]]:
+        """The node-run and open-interrupt reads of a checkpoint."""
+        pk = self._pk(invocation_id)
         if for_run:
-            completed = [NodeStatus.COMPLETED, NodeStatus.COMPLETED]
-            runs = self._select(
+            runs = (
                 f"SELECT {NODE_RUN_RUN_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s "
                 "ORDER BY id",
-                [*completed, pk],
+                [NodeStatus.COMPLETED, NodeStatus.COMPLETED, pk],
             )
         else:
-            runs = self._select(
+            runs = (
                 f"SELECT {NODE_RUN_READ_COLUMNS} FROM {NODE_RUNS} WHERE invocation_id = %s "
                 "ORDER BY id",
                 [pk],
             )
-        # An interrupt is created with the node run that raised it: none without runs.
-        interrupts = runs and self._select(
+        interrupts = (
             f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} WHERE invocation_id = %s "
             f"AND {OPEN_INTERRUPT} ORDER BY created_at, id",
             [pk, *OPEN_INTERRUPT_PARAMS],
         )
-        return Checkpoint(
-            invocation=invocation,
-            node_runs=dict(node_run_state(r, not for_run) for r in runs),
-            interrupts={record.id: record for record in map(interrupt_record, interrupts)},
-        )
+        return runs, interrupts
+
+    def _pipelined(self, statements: list[tuple[str, list[Any]]]) -> list[list[tuple]]:
+        """PostgreSQL: run the statements in one round trip (psycopg's pipeline mode), each
+        with its own snapshot as if sent one by one; their rows, in order."""
+        import psycopg
+
+        connection = connections[self.using]
+        connection.ensure_connection()
+        connection.validate_no_broken_transaction()
+        raw_connection = connection.connection
+        prepare = bool(hitl_settings.POSTGRES_PREPARED_STATEMENTS)
+        if prepare and raw_connection.prepare_threshold is None:
+            raw_connection.prepare_threshold = 2**31  # see _cursor
+        with connection.wrap_database_errors:
+            cursors = [psycopg.Cursor(raw_connection) for _ in statements]
+            try:
+                with raw_connection.pipeline():
+                    for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                        cursor.execute(sql, params, prepare=prepare)
+                return [cursor.fetchall() for cursor in cursors]
+            finally:
+                for cursor in cursors:
+                    cursor.close()
 
     def load_outputs_sync(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
         """The outputs of the completed children of the node run at `parent_path`."""
@@ -824,11 +862,18 @@ class DjangoStore:
         # last write, it sees that write once committed, but the rest of the statement keeps
         # the snapshot from before it: stale node runs and answers already consumed, which
         # the new run would apply a second time.
-        with self._cursor() as cursor:
-            cursor.execute(take, params)
-            row = cursor.fetchone()
-        if row is not None:
-            return self._checkpoint(row, for_run=True)
+        if connections[self.using].vendor == "postgresql":
+            # Separate statements in one round trip: each still reads after the UPDATE.
+            reads = self._checkpoint_queries(invocation_id, for_run=True)
+            taken, runs, interrupts = self._pipelined([(take, params), *reads])
+            if taken:
+                return _checkpoint_from(taken[0], runs, interrupts, True)
+        else:
+            with self._cursor() as cursor:
+                cursor.execute(take, params)
+                row = cursor.fetchone()
+            if row is not None:
+                return self._checkpoint(row, for_run=True)
         if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
             raise InvocationNotFoundError(invocation_id)
         return None
