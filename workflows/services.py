@@ -277,8 +277,7 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     ids = [r.id for r in responses]
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
-    db.lock_owner_sync(ids)
-    interrupts = db.load_interrupts_sync(ids, lock=True)
+    interrupts = db.lock_for_answers_sync(ids)
     _require_answerer_of_all(actor, interrupts)
     acceptance = accept_responses(
         responses,

@@ -361,15 +361,19 @@ class DjangoStore:
 
     # -- reads (plain SQL: they sit on the resume path) --------------------------------
     def _select(self, sql: str, params: list[Any], *, lock: bool = False) -> list[tuple]:
-        connection = connections[self.using]
-        if lock and connection.features.has_select_for_update:
-            # NO KEY UPDATE: the row locks of this app never block the KEY SHARE locks that
-            # inserting an event or an interrupt takes on its invocation.
-            no_key = connection.features.has_select_for_no_key_update
-            sql += " FOR NO KEY UPDATE" if no_key else " FOR UPDATE"
         with self._cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(self._locking(sql) if lock else sql, params)
             return cursor.fetchall()
+
+    def _locking(self, sql: str) -> str:
+        """`sql` locking the rows it reads, where the database has row locks."""
+        connection = connections[self.using]
+        if not connection.features.has_select_for_update:
+            return sql
+        # NO KEY UPDATE: the row locks of this app never block the KEY SHARE locks that
+        # inserting an event or an interrupt takes on its invocation.
+        no_key = connection.features.has_select_for_no_key_update
+        return sql + (" FOR NO KEY UPDATE" if no_key else " FOR UPDATE")
 
     def load_checkpoint_sync(self, invocation_id: str, *, lock: bool = False) -> Checkpoint | None:
         rows = self._select(
@@ -446,19 +450,35 @@ class DjangoStore:
         )
         return {path: _json(output) for path, output in rows}
 
-    def lock_owner_sync(self, interrupt_ids: Iterable[str]) -> None:
-        """Lock the invocation that holds these interrupts (the one lock order, see
-        lock_invocation_sync), found and locked in one statement; when they belong to
-        several invocations (a submission refused later), each of them, in id order."""
+    def lock_for_answers_sync(self, interrupt_ids: Iterable[str]) -> dict[str, InterruptRecord]:
+        """Lock the invocation that holds these interrupts, then the interrupt rows (the one
+        lock order, see lock_invocation_sync), and return them. The invocation is found and
+        locked in one statement (when the ids belong to several invocations, a submission
+        refused later, each of them in id order); on PostgreSQL both statements go in one
+        round trip, run in that order."""
         ids = sorted(set(interrupt_ids))
         if not ids:
-            return
-        self._select(
-            f"SELECT id FROM {INVOCATIONS} WHERE id IN (SELECT invocation_id FROM "
-            f"{INTERRUPTS} WHERE id IN ({_marks(len(ids))})) ORDER BY id",
+            return {}
+        owners = (
+            self._locking(
+                f"SELECT id FROM {INVOCATIONS} WHERE id IN (SELECT invocation_id FROM "
+                f"{INTERRUPTS} WHERE id IN ({_marks(len(ids))})) ORDER BY id"
+            ),
             ids,
-            lock=True,
         )
+        interrupts = (
+            self._locking(
+                f"SELECT {INTERRUPT_COLUMNS} FROM {INTERRUPTS} "
+                f"WHERE id IN ({_marks(len(ids))}) ORDER BY id"
+            ),
+            ids,
+        )
+        if connections[self.using].vendor == "postgresql":
+            _, rows = self._pipelined([owners, interrupts])
+        else:
+            self._select(*owners)
+            rows = self._select(*interrupts)
+        return {record.id: record for record in map(interrupt_record, rows)}
 
     def read_for_execution_sync(self, invocation_id: str) -> tuple[str, str, int] | None:
         """What a delivery needs before it runs an open invocation: its workflow name and
