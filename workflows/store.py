@@ -493,7 +493,6 @@ class DjangoStore:
             f"unfinished_deliveries = unfinished_deliveries + 1 WHERE {is_open} "
             f"AND lease_owner <> '' AND lease_expires_at < {clock}"
         )
-        read = f"SELECT workflow_name, workflow_version, unfinished_deliveries FROM {INVOCATIONS}"
         if connections[self.using].vendor == "postgresql":
             # One round trip; the SELECT sees the row as before the UPDATE, hence COALESCE.
             rows = self._select(
@@ -506,7 +505,11 @@ class DjangoStore:
         else:
             with self._cursor() as cursor:
                 cursor.execute(take_over, [pk, *OPEN_STATUSES, *clock_params])
-            rows = self._select(f"{read} WHERE {is_open}", [pk, *OPEN_STATUSES])
+            rows = self._select(
+                f"SELECT workflow_name, workflow_version, unfinished_deliveries "
+                f"FROM {INVOCATIONS} WHERE {is_open}",
+                [pk, *OPEN_STATUSES],
+            )
         return tuple(rows[0]) if rows else None
 
     def lock_invocation_sync(self, invocation_id: str) -> None:
