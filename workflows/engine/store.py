@@ -116,9 +116,7 @@ class InMemoryStore:
         return Checkpoint(
             invocation=_copy(invocation),
             node_runs={path: copy_node_run(s) for path, s in self.node_runs[invocation_id].items()},
-            interrupts={
-                i: _copy(self.interrupts[i]) for i in self._open_interrupts[invocation_id]
-            },
+            interrupts={i: _copy(self.interrupts[i]) for i in self._open_interrupts[invocation_id]},
         )
 
     async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
