@@ -421,6 +421,13 @@ class DjangoStore:
     def _pipelined(self, statements: list[tuple[str, list[Any]]]) -> list[list[tuple]]:
         """PostgreSQL: run the statements in one round trip (psycopg's pipeline mode), each
         with its own snapshot as if sent one by one; their rows, in order."""
+        with self._pipeline(statements) as cursors:
+            return [cursor.fetchall() for cursor in cursors]
+
+    @contextlib.contextmanager
+    def _pipeline(self, statements: list[tuple[str, list[Any]]]) -> Iterator[list[Any]]:
+        """PostgreSQL: send the statements in one round trip (psycopg's pipeline mode; the
+        server runs them in order, each as if sent alone) and yield their cursors."""
         import psycopg
 
         connection = connections[self.using]
@@ -430,16 +437,16 @@ class DjangoStore:
         prepare = bool(hitl_settings.POSTGRES_PREPARED_STATEMENTS)
         if prepare and raw_connection.prepare_threshold is None:
             raw_connection.prepare_threshold = 2**31  # see _cursor
-        with connection.wrap_database_errors:
-            cursors = [psycopg.Cursor(raw_connection) for _ in statements]
-            try:
+        cursors = [psycopg.Cursor(raw_connection) for _ in statements]
+        try:
+            with connection.wrap_database_errors:
                 with raw_connection.pipeline():
                     for cursor, (sql, params) in zip(cursors, statements, strict=True):
                         cursor.execute(sql, params, prepare=prepare)
-                return [cursor.fetchall() for cursor in cursors]
-            finally:
-                for cursor in cursors:
-                    cursor.close()
+                yield cursors
+        finally:
+            for cursor in cursors:
+                cursor.close()
 
     def load_outputs_sync(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
         """The outputs of the completed children of the node run at `parent_path`."""
@@ -552,45 +559,102 @@ class DjangoStore:
         any error anyway (the services' write transactions)."""
         now = timezone.now()
         connection = connections[self.using]
+        waiting = None
         if connection.vendor == "postgresql" and _is_step(batch) and _fits_one_statement(batch):
             self._commit_step_postgresql(connection, batch, now)
         else:
-            self._commit_statements(connection, batch, now, savepoint)
+            waiting = self._commit_statements(connection, batch, now, savepoint)
         if not batch.release_lease:
             return False
         # A run's last write gave the lease back: did answers arrive while it ran?
         finished = batch.invocation is not None and batch.invocation.status.is_final
-        return not finished and self._answers_waiting(batch.invocation_id)
+        if finished:
+            return False
+        return waiting if waiting is not None else self._answers_waiting(batch.invocation_id)
 
     def _commit_statements(
         self, connection: Any, batch: WriteBatch, now: Any, savepoint: bool = True
-    ) -> None:
+    ) -> bool | None:
+        """The batch in one transaction of several statements. On PostgreSQL they go in one
+        round trip (pipelined) with, after a run's last write, the "answers waiting" read
+        (a statement of its own, so it sees answers committed while the lease UPDATE
+        waited; a later one queues on the invocation row until this commits); that read's
+        result is returned (None when not made here)."""
+        statements = self._batch_statements(batch, now)
+        # Not pipelined when the UPDATE may find no invocation to create it first (an
+        # engine Runner's first write): the statements after it need the row.
+        pipelined = connection.vendor == "postgresql" and (
+            batch.lease_owner is not None or batch.invocation is None
+        )
+        ask = (
+            pipelined
+            and batch.release_lease
+            and not (batch.invocation is not None and batch.invocation.status.is_final)
+        )
+        if ask:
+            statements.append((*self._answers_waiting_query(batch.invocation_id), None))
         atomic = transaction.atomic(using=self.using, savepoint=savepoint)
-        with atomic, self._cursor() as cursor:
-            self._write_invocation(cursor, batch, now)
-            for resolution in batch.resolutions:
-                self._resolve(cursor, resolution, now)
-            if batch.node_runs:
-                self._upsert_node_runs(cursor, batch, now)
-            if batch.new_interrupts:
-                self._create_interrupts(cursor, batch.new_interrupts)
-            if batch.events:
-                self._insert_events(cursor, batch)
-            if batch.consumed:
-                ids = sorted(batch.consumed)
-                cursor.execute(
-                    f"UPDATE {INTERRUPTS} SET consumed = %s WHERE id IN ({_marks(len(ids))}) "
-                    f"AND status IN (%s, %s)",
-                    [True, *ids, *ANSWERED],
-                )
-            if batch.deferred:
-                ids = sorted(batch.deferred)
-                cursor.execute(
-                    f"UPDATE {INTERRUPTS} SET deferred = %s WHERE id IN ({_marks(len(ids))}) "
-                    f"AND consumed = %s",
-                    [True, *ids, False],
-                )
+        with atomic:
+            if pipelined:
+                with self._pipeline([(sql, params) for sql, params, _ in statements]) as cursors:
+                    for cursor, (_, _, check) in zip(cursors, statements, strict=True):
+                        if check is not None:
+                            check(cursor)
+                    waiting = bool(cursors[-1].fetchall()) if ask else None
+            else:
+                with self._cursor() as cursor:
+                    for sql, params, check in statements:
+                        cursor.execute(sql, params)
+                        if check is not None:
+                            check(cursor)
+                waiting = None
             signals.announce(batch, self.using)
+        return waiting
+
+    def _batch_statements(
+        self, batch: WriteBatch, now: Any
+    ) -> list[tuple[str, list[Any], Callable[[Any], None] | None]]:
+        """The batch's statements, each with the check of its result (it raises and so
+        rolls the transaction back): the lease, pending resolutions, new interrupt ids."""
+        statements: list[tuple[str, list[Any], Callable[[Any], None] | None]] = []
+        if batch.lease_owner is not None or batch.invocation is not None:
+
+            def written(cursor: Any) -> None:
+                if not cursor.rowcount:
+                    self._refuse(batch)
+
+            statements.append((*self._invocation_update(batch, now), written))
+        for resolution in batch.resolutions:
+            check = partial(self._resolved, resolution.interrupt_id)
+            statements.append((*self._resolution_update(resolution, now), check))
+        for part in _parts(batch.node_runs.items(), len(NODE_RUN_COLUMNS)):
+            rows, values = self._node_run_values(replace(batch, node_runs=dict(part)), now)
+            sql = (
+                f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
+                f"{NODE_RUN_CONFLICT}"
+            )
+            statements.append((sql, values, None))
+        if batch.new_interrupts:
+            statements += self._interrupt_inserts(batch.new_interrupts)
+        for part in _parts(batch.events, len(EVENT_COLUMNS)):
+            rows, values = self._event_values(replace(batch, events=part))
+            sql = f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}"
+            statements.append((sql, values, None))
+        if batch.consumed:
+            ids = sorted(batch.consumed)
+            sql = (
+                f"UPDATE {INTERRUPTS} SET consumed = %s WHERE id IN ({_marks(len(ids))}) "
+                f"AND status IN (%s, %s)"
+            )
+            statements.append((sql, [True, *ids, *ANSWERED], None))
+        if batch.deferred:
+            ids = sorted(batch.deferred)
+            sql = (
+                f"UPDATE {INTERRUPTS} SET deferred = %s WHERE id IN ({_marks(len(ids))}) "
+                f"AND consumed = %s"
+            )
+            statements.append((sql, [True, *ids, False], None))
+        return statements
 
     def _commit_step_postgresql(self, connection: Any, batch: WriteBatch, now: Any) -> None:
         """One node-run transition as one statement: one round trip, atomic by itself.
@@ -717,13 +781,6 @@ class DjangoStore:
         sql = f"UPDATE {INVOCATIONS} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
         return sql, values + arguments
 
-    def _write_invocation(self, cursor: Any, batch: WriteBatch, now: Any) -> None:
-        if batch.lease_owner is None and batch.invocation is None:
-            return  # nothing to write on the invocation row, and no lease to check
-        cursor.execute(*self._invocation_update(batch, now))
-        if not cursor.rowcount:
-            self._refuse(batch)
-
     def _refuse(self, batch: WriteBatch) -> None:
         """The invocation UPDATE matched nothing: create a missing invocation, or say why."""
         status = (
@@ -755,11 +812,12 @@ class DjangoStore:
             input=record.input,
         )
 
-    def _resolve(self, cursor: Any, resolution: Resolution, now: Any) -> None:
+    def _resolution_update(self, resolution: Resolution, now: Any) -> tuple[str, list[Any]]:
+        """Close a pending interrupt; RETURNING its id (none: it was not pending)."""
         response = resolution.response
-        cursor.execute(
+        return (
             f"UPDATE {INTERRUPTS} SET status = %s, response = %s, resolved_by_id = %s, "
-            f"resolved_at = %s WHERE id = %s AND status = %s",
+            f"resolved_at = %s WHERE id = %s AND status = %s RETURNING id",
             [
                 resolution.status,
                 None if response is None else _dumps(response),
@@ -769,14 +827,18 @@ class DjangoStore:
                 InterruptStatus.PENDING,
             ],
         )
-        if not cursor.rowcount:
-            current = (
-                Interrupt.objects.using(self.using)
-                .filter(pk=resolution.interrupt_id)
-                .values_list("status", flat=True)
-                .first()
-            )
-            raise InterruptNotPendingError(resolution.interrupt_id, current or "missing")
+
+    def _resolved(self, interrupt_id: str, cursor: Any) -> None:
+        """The check of a resolution: InterruptNotPendingError when it closed nothing."""
+        if cursor.fetchall():
+            return
+        current = (
+            Interrupt.objects.using(self.using)
+            .filter(pk=interrupt_id)
+            .values_list("status", flat=True)
+            .first()
+        )
+        raise InterruptNotPendingError(interrupt_id, current or "missing")
 
     def _node_run_values(
         self, batch: WriteBatch, now: Any, cast: bool = False
@@ -829,44 +891,37 @@ class DjangoStore:
         marks = _cast_marks(self.using, model, tuple(columns)) if cast else None
         return ", ".join([f"({marks or _marks(len(columns))})"] * count)
 
-    def _upsert_node_runs(self, cursor: Any, batch: WriteBatch, now: Any) -> None:
-        for part in _parts(batch.node_runs.items(), len(NODE_RUN_COLUMNS)):
-            rows, values = self._node_run_values(replace(batch, node_runs=dict(part)), now)
-            cursor.execute(
-                f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
-                f"{NODE_RUN_CONFLICT}",
-                values,
-            )
-
-    def _insert_events(self, cursor: Any, batch: WriteBatch) -> None:
-        for part in _parts(batch.events, len(EVENT_COLUMNS)):
-            rows, values = self._event_values(replace(batch, events=part))
-            cursor.execute(
-                f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}", values
-            )
-
-    def _create_interrupts(self, cursor: Any, records: list[InterruptRecord]) -> None:
-        """Insert the interrupt rows; an id held already (by any node run) raises
-        DuplicateInterruptError, and the caller's transaction then writes nothing."""
+    def _interrupt_inserts(
+        self, records: list[InterruptRecord]
+    ) -> list[tuple[str, list[Any], Callable[[Any], None]]]:
+        """Insert the interrupt rows; the last check raises DuplicateInterruptError for an
+        id held already (by any node run), and the transaction then writes nothing."""
         connection = connections[self.using]
         fields = Interrupt._meta.concrete_fields
         columns = ", ".join(f.column for f in fields)
         inserted: set[str] = set()
-        for part in _parts(records, len(fields)):
+        parts = _parts(records, len(fields))
+        statements = []
+        for index, part in enumerate(parts):
             values = []
             for row in map(interrupt_row, part):
                 values += [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
             rows = ", ".join([f"({_marks(len(fields))})"] * len(part))
-            cursor.execute(
+            sql = (
                 f"INSERT INTO {INTERRUPTS} ({columns}) VALUES {rows} "
-                "ON CONFLICT (id) DO NOTHING RETURNING id",
-                values,
+                "ON CONFLICT (id) DO NOTHING RETURNING id"
             )
-            inserted.update(r[0] for r in cursor.fetchall())
-        taken = [r.id for r in records if r.id not in inserted]
-        if taken:
-            held = Interrupt.objects.using(self.using).filter(pk=taken[0]).first()
-            raise DuplicateInterruptError(taken[0], held.path if held else "another node run")
+
+            def check(cursor: Any, last: bool = index == len(parts) - 1) -> None:
+                inserted.update(r[0] for r in cursor.fetchall())
+                taken = [r.id for r in records if r.id not in inserted]
+                if last and taken:
+                    held = Interrupt.objects.using(self.using).filter(pk=taken[0]).first()
+                    path = held.path if held else "another node run"
+                    raise DuplicateInterruptError(taken[0], path)
+
+            statements.append((sql, values, check))
+        return statements
 
     # -- lease (single statements: each is its own transaction) --------------------------
     def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
@@ -930,12 +985,14 @@ class DjangoStore:
 
     def _answers_waiting(self, invocation_id: str) -> bool:
         """Whether answers wait that no pass has seen."""
-        rows = self._select(
+        return bool(self._select(*self._answers_waiting_query(invocation_id)))
+
+    def _answers_waiting_query(self, invocation_id: str) -> tuple[str, list[Any]]:
+        return (
             f"SELECT 1 FROM {INTERRUPTS} WHERE invocation_id = %s AND consumed = %s "
             f"AND deferred = %s AND status IN (%s, %s) LIMIT 1",
             [self._pk(invocation_id), False, False, *ANSWERED],
         )
-        return bool(rows)
 
     async def commit_then_call(
         self, batch: WriteBatch, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
