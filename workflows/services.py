@@ -129,11 +129,6 @@ def _actor_id(actor: Any) -> Any:
     return getattr(actor, "pk", actor)
 
 
-def _ensure_json(value: Any, field: str) -> None:
-    """Refuse an answer no store can keep (see workflows/engine/values.py)."""
-    checked_answer(None, value, hitl_settings.MAX_RESPONSE_BYTES)
-
-
 def start(
     workflow_name: str,
     node_input: Any = None,
@@ -591,7 +586,7 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
-    _ensure_json(response, "response")
+    checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
