@@ -6,6 +6,7 @@ browser. Expected failures (xfail) are left alone.
 """
 
 import os
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -42,3 +43,21 @@ def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectRep
     if REQUIRE_SERVICES and report.skipped:
         _fail_skip(report)
     return report
+
+
+@pytest.fixture
+def register_workflow() -> Iterator[Callable[..., object]]:
+    """Register workflows for one test (`register_workflow(workflow)` returns it); they
+    are unregistered afterwards."""
+    from workflows.registry import registry
+
+    names: list[str] = []
+
+    def register(workflow: object) -> object:
+        registry.register(workflow)
+        names.append(workflow.name)
+        return workflow
+
+    yield register
+    for name in names:
+        registry.unregister(name)

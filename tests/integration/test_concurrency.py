@@ -20,7 +20,6 @@ from workflows import services, signals
 from workflows.engine import FunctionResponse, RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
-from workflows.registry import registry
 
 from .worker import require_postgres
 
@@ -56,21 +55,6 @@ class NodeCounter:
     def add(self, key: str) -> None:
         with self.lock:
             self.counts[key] += 1
-
-
-@pytest.fixture
-def registered() -> Iterator[Callable[[Workflow], Workflow]]:
-    """Register test workflows for one test; unregister them afterwards."""
-    names: list[str] = []
-
-    def register(workflow: Workflow) -> Workflow:
-        registry.register(workflow)
-        names.append(workflow.name)
-        return workflow
-
-    yield register
-    for name in names:
-        registry.unregister(name)
 
 
 @pytest.fixture
@@ -130,7 +114,7 @@ def completed_events(invocation: Invocation) -> Counter[str]:
     return Counter(events.values_list("path", flat=True))
 
 
-def test_fifty_threads_submitting_the_same_answer(postgres, registered, finished_signals):
+def test_fifty_threads_submitting_the_same_answer(postgres, register_workflow, finished_signals):
     counter = NodeCounter()
 
     @node(name="approve", rerun_on_resume=True)
@@ -149,7 +133,7 @@ def test_fifty_threads_submitting_the_same_answer(postgres, registered, finished
         counter.add("ship")
         return {"shipped": node_input["decision"]["approved"], "order": node_input["order"]}
 
-    registered(Workflow(name="same_answer_race", edges=[("START", approve, ship)]))
+    register_workflow(Workflow(name="same_answer_race", edges=[("START", approve, ship)]))
 
     invocation = services.start("same_answer_race", {"order": 7})
     assert Invocation.objects.get(pk=invocation.pk).status == NodeStatus.WAITING
@@ -197,7 +181,7 @@ def test_fifty_threads_submitting_the_same_answer(postgres, registered, finished
 
 
 def test_twenty_different_answers_to_one_parallel_worker_at_once(
-    postgres, registered, finished_signals
+    postgres, register_workflow, finished_signals
 ):
     counter = NodeCounter()
 
@@ -208,7 +192,7 @@ def test_twenty_different_answers_to_one_parallel_worker_at_once(
             message=f"Score {node_input}", payload={"item": node_input}, response_schema=ITEM_ANSWER
         )
 
-    registered(Workflow(name="parallel_answers", edges=[("START", review)]))
+    register_workflow(Workflow(name="parallel_answers", edges=[("START", review)]))
 
     items = [f"item-{n:02d}" for n in (7, 3, 19, 0, 12, 5, 16, 1, 9, 14, 2, 18, 6, 11, 4, 17)]
     items += ["item-08", "item-10", "item-13", "item-15"]

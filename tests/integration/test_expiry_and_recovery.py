@@ -60,7 +60,7 @@ def deadline_workflow(**request: Any) -> Workflow:
 
 
 @pytest.fixture
-def register() -> Iterator[Callable[[Workflow], None]]:
+def register_workflow() -> Iterator[Callable[[Workflow], None]]:
     names: list[str] = []
 
     def add(workflow: Workflow) -> None:
@@ -90,8 +90,8 @@ def pending(invocation: Invocation) -> list[Interrupt]:
     return list(Interrupt.objects.filter(invocation=invocation, status=InterruptStatus.PENDING))
 
 
-def test_overdue_interrupt_expires_once_and_the_default_answer_applies(register, finished):
-    register(deadline_workflow(on_timeout=DefaultResponse({"approved": False})))
+def test_overdue_interrupt_expires_once_and_the_default_answer_applies(register_workflow, finished):
+    register_workflow(deadline_workflow(on_timeout=DefaultResponse({"approved": False})))
     invocation = services.start("deadline", {"what": "the trip"})
     assert reload(invocation).status == NodeStatus.WAITING
     (interrupt,) = pending(invocation)
@@ -137,8 +137,8 @@ def test_overdue_interrupt_expires_once_and_the_default_answer_applies(register,
     assert reload(invocation).output == {"approved": False}
 
 
-def test_overdue_interrupt_with_fail_policy_fails_the_invocation(register, finished):
-    register(deadline_workflow())  # on_timeout defaults to "fail"
+def test_overdue_interrupt_with_fail_policy_fails_the_invocation(register_workflow, finished):
+    register_workflow(deadline_workflow())  # on_timeout defaults to "fail"
     invocation = services.start("deadline", {"what": "the laptop"})
     (interrupt,) = pending(invocation)
 
@@ -166,8 +166,8 @@ def test_overdue_interrupt_with_fail_policy_fails_the_invocation(register, finis
     assert reload(invocation).status == NodeStatus.FAILED
 
 
-def test_retry_after_a_deadline_failure_asks_again(register, finished):
-    register(deadline_workflow())  # on_timeout defaults to "fail"
+def test_retry_after_a_deadline_failure_asks_again(register_workflow, finished):
+    register_workflow(deadline_workflow())  # on_timeout defaults to "fail"
     invocation = services.start("deadline", {"what": "the laptop"})
     (interrupt,) = pending(invocation)
     later = interrupt.deadline + timedelta(seconds=5)
@@ -240,8 +240,10 @@ def lease_expired(invocation: Invocation) -> None:
 
 
 @override_settings(HITL={"MAX_DELIVERIES": 3, "LEASE_SECONDS": LEASE})
-def test_poison_guard_fails_an_invocation_whose_runs_never_finish(register, enqueued, finished):
-    register(asking_workflow())
+def test_poison_guard_fails_an_invocation_whose_runs_never_finish(
+    register_workflow, enqueued, finished
+):
+    register_workflow(asking_workflow())
     invocation = services.start("poison", {})
     assert enqueued == [[str(invocation.pk)]]
     assert reload(invocation).status == NodeStatus.PENDING
@@ -269,8 +271,8 @@ def test_poison_guard_fails_an_invocation_whose_runs_never_finish(register, enqu
 
 
 @override_settings(HITL={"MAX_DELIVERIES": 3, "LEASE_SECONDS": LEASE})
-def test_poison_guard_counts_neither_finished_nor_concurrent_runs(register, enqueued):
-    register(asking_workflow())
+def test_poison_guard_counts_neither_finished_nor_concurrent_runs(register_workflow, enqueued):
+    register_workflow(asking_workflow())
     invocation = services.start("poison", {})
     db = services.store()
 

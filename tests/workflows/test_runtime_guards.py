@@ -3,7 +3,6 @@ for real). Through services and the Django store, on the test database (SQLite, 
 PostgreSQL when DATABASE_URL points at it)."""
 
 import threading
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -29,20 +28,6 @@ from workflows.store import DjangoStore
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def register() -> Iterator[Callable[[Workflow], Workflow]]:
-    names: list[str] = []
-
-    def add(workflow: Workflow) -> Workflow:
-        registry.register(workflow)
-        names.append(workflow.name)
-        return workflow
-
-    yield add
-    for name in names:
-        registry.unregister(name)
-
-
 def asking(name: str, interrupt_id: str, **request) -> Workflow:
     @node
     def ask():
@@ -51,7 +36,7 @@ def asking(name: str, interrupt_id: str, **request) -> Workflow:
     return Workflow(name=name, edges=[("START", ask)])
 
 
-def test_an_answer_accepted_while_a_run_holds_the_lease_is_applied_by_that_run(register):
+def test_an_answer_accepted_while_a_run_holds_the_lease_is_applied_by_that_run(register_workflow):
     """Mutation killed: the store's "answers waiting" check always false (the running
     worker would leave the answer for recovery)."""
 
@@ -70,7 +55,7 @@ def test_an_answer_accepted_while_a_run_holds_the_lease_is_applied_by_that_run(r
         return RequestInput(interrupt_id="guard-other")
 
     join = JoinNode()
-    register(
+    register_workflow(
         Workflow(
             name="guard_mid_run",
             edges=[("START", first, answers_the_other, join), ("START", other, join)],
@@ -83,9 +68,9 @@ def test_an_answer_accepted_while_a_run_holds_the_lease_is_applied_by_that_run(r
     assert invocation.output == {"answers_the_other": "go", "other": "late"}
 
 
-def test_a_write_under_a_lease_another_run_holds_is_refused(register):
+def test_a_write_under_a_lease_another_run_holds_is_refused(register_workflow):
     """Mutation killed: removing the lease-owner condition from the step write."""
-    register(asking("guard_lease", "guard-lease-q"))
+    register_workflow(asking("guard_lease", "guard-lease-q"))
     invocation = services.start("guard_lease")
     store = DjangoStore()
     invocation_id = str(invocation.pk)
@@ -107,10 +92,10 @@ def test_a_write_under_a_lease_another_run_holds_is_refused(register):
         store.commit_sync(WriteBatch(invocation_id, lease_owner="worker-a"))
 
 
-def test_no_run_writes_over_a_final_status(register):
+def test_no_run_writes_over_a_final_status(register_workflow):
     """Defect: the deadline sweep failed an invocation and the running worker then wrote
     WAITING over FAILED."""
-    register(asking("guard_final", "guard-final-q"))
+    register_workflow(asking("guard_final", "guard-final-q"))
     invocation = services.start("guard_final")
     store = DjangoStore()
     invocation_id = str(invocation.pk)
@@ -124,9 +109,9 @@ def test_no_run_writes_over_a_final_status(register):
     assert invocation.status == NodeStatus.FAILED
 
 
-def test_the_deadline_sweep_defers_to_a_live_lease(register):
+def test_the_deadline_sweep_defers_to_a_live_lease(register_workflow):
     """Defect: expiry failed an invocation while a worker was running it."""
-    register(asking("guard_sweep", "guard-sweep-q", timeout=timedelta(seconds=1)))
+    register_workflow(asking("guard_sweep", "guard-sweep-q", timeout=timedelta(seconds=1)))
     invocation = services.start("guard_sweep")
     store = DjangoStore()
     assert store.acquire_lease_sync(str(invocation.pk), "busy-worker", 60) is not None
@@ -140,9 +125,11 @@ def test_the_deadline_sweep_defers_to_a_live_lease(register):
     assert "expired" in invocation.error
 
 
-def test_one_failing_expiry_does_not_abandon_the_others(register, monkeypatch):
+def test_one_failing_expiry_does_not_abandon_the_others(register_workflow, monkeypatch):
     for n in range(3):
-        register(asking(f"guard_many_{n}", f"guard-many-{n}", timeout=timedelta(seconds=1)))
+        register_workflow(
+            asking(f"guard_many_{n}", f"guard-many-{n}", timeout=timedelta(seconds=1))
+        )
         services.start(f"guard_many_{n}")
     real = services.expire_batch
 
@@ -158,9 +145,9 @@ def test_one_failing_expiry_does_not_abandon_the_others(register, monkeypatch):
     assert statuses["guard-many-1"] == InterruptStatus.PENDING
 
 
-def test_a_failing_signal_receiver_cannot_break_an_accepted_answer(register):
+def test_a_failing_signal_receiver_cannot_break_an_accepted_answer(register_workflow):
     """Defect: a receiver that raised made the answer look failed and skipped the resume."""
-    register(asking("guard_signal", "guard-signal-q"))
+    register_workflow(asking("guard_signal", "guard-signal-q"))
     invocation = services.start("guard_signal")
 
     def broken_receiver(**kwargs):
@@ -176,9 +163,9 @@ def test_a_failing_signal_receiver_cannot_break_an_accepted_answer(register):
     assert invocation.output == "yes"
 
 
-def test_signals_wait_for_the_outermost_commit(register):
+def test_signals_wait_for_the_outermost_commit(register_workflow):
     """Mutation killed: sending signals before commit."""
-    register(asking("guard_commit", "guard-commit-q"))
+    register_workflow(asking("guard_commit", "guard-commit-q"))
     services.start("guard_commit")
     received: list[str] = []
 
@@ -196,8 +183,8 @@ def test_signals_wait_for_the_outermost_commit(register):
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("-inf"), "\ud800", "nul \x00"])
-def test_bad_answers_and_inputs_are_named_errors_that_change_nothing(register, value):
-    register(asking("guard_bad", "guard-bad-q"))
+def test_bad_answers_and_inputs_are_named_errors_that_change_nothing(register_workflow, value):
+    register_workflow(asking("guard_bad", "guard-bad-q"))
     services.start("guard_bad")
     before = (Interrupt.objects.get(pk="guard-bad-q").status, Invocation.objects.count())
     with pytest.raises(ResponseValidationError):
@@ -212,8 +199,8 @@ def test_bad_answers_and_inputs_are_named_errors_that_change_nothing(register, v
     assert (Interrupt.objects.get(pk="guard-bad-q").status, Invocation.objects.count()) == before
 
 
-def test_start_with_an_idempotency_key_returns_the_first_invocation(register):
-    register(asking("guard_key", "guard-key-q"))
+def test_start_with_an_idempotency_key_returns_the_first_invocation(register_workflow):
+    register_workflow(asking("guard_key", "guard-key-q"))
     first = services.start("guard_key", {"n": 1}, idempotency_key="client-42")
     again = services.start("guard_key", {"n": 1}, idempotency_key="client-42")
     assert again.pk == first.pk
@@ -224,8 +211,8 @@ def test_start_with_an_idempotency_key_returns_the_first_invocation(register):
         services.start("guard_key", {"n": 2}, idempotency_key="client-42")
 
 
-def test_recovery_enqueues_each_stalled_invocation_once_until_a_run_takes_it(register):
-    register(asking("guard_flood", "guard-flood-q"))
+def test_recovery_enqueues_each_stalled_invocation_once_until_a_run_takes_it(register_workflow):
+    register_workflow(asking("guard_flood", "guard-flood-q"))
     invocation = services.start("guard_flood")
     Invocation.objects.filter(pk=invocation.pk).update(status=NodeStatus.RUNNING)
     sent: list[str] = []
@@ -246,9 +233,9 @@ def test_recovery_enqueues_each_stalled_invocation_once_until_a_run_takes_it(reg
 
 
 @override_settings(USE_TZ=False)
-def test_an_interrupt_with_a_deadline_works_without_use_tz(register):
+def test_an_interrupt_with_a_deadline_works_without_use_tz(register_workflow):
     """Defect: on SQLite with USE_TZ=False any interrupt with a timeout wedged the run."""
-    register(asking("guard_naive", "guard-naive-q", timeout=timedelta(minutes=5)))
+    register_workflow(asking("guard_naive", "guard-naive-q", timeout=timedelta(minutes=5)))
     invocation = services.start("guard_naive")
     invocation.refresh_from_db()
     assert invocation.status == NodeStatus.WAITING, invocation.error
@@ -256,15 +243,15 @@ def test_an_interrupt_with_a_deadline_works_without_use_tz(register):
     assert record.deadline is not None and record.deadline.tzinfo is not None
 
 
-def test_datetimes_read_through_the_store_are_aware(register):
-    register(asking("guard_aware", "guard-aware-q"))
+def test_datetimes_read_through_the_store_are_aware(register_workflow):
+    register_workflow(asking("guard_aware", "guard-aware-q"))
     services.start("guard_aware")
     services.submit_function_responses([FunctionResponse("guard-aware-q", "", "ok")])
     record = DjangoStore().load_interrupts_sync(["guard-aware-q"])["guard-aware-q"]
     assert record.resolved_at.tzinfo is not None
 
 
-def test_a_parallel_worker_wider_than_one_statement_completes(register):
+def test_a_parallel_worker_wider_than_one_statement_completes(register_workflow):
     """Defect: 4,500 items exceeded PostgreSQL's bind-parameter limit (SQLite's near
     2,200): the transition is now split into several statements."""
 
@@ -272,14 +259,14 @@ def test_a_parallel_worker_wider_than_one_statement_completes(register):
     def double(node_input):
         return node_input * 2
 
-    register(Workflow(name="guard_wide", edges=[("START", double)]))
+    register_workflow(Workflow(name="guard_wide", edges=[("START", double)]))
     invocation = services.start("guard_wide", list(range(4_500)))
     invocation.refresh_from_db()
     assert invocation.status == NodeStatus.COMPLETED, invocation.error
     assert invocation.output[-1] == 8_998
 
 
-def test_the_heartbeat_keeps_a_slow_synchronous_body_leased(register):
+def test_the_heartbeat_keeps_a_slow_synchronous_body_leased(register_workflow):
     """Defect: a node slower than LEASE_SECONDS ran in two workers at once. The body
     holds the caller's thread; the heartbeat renews from its own connection. Mutation
     killed: no heartbeat (another delivery takes the expired lease over)."""
@@ -293,7 +280,7 @@ def test_the_heartbeat_keeps_a_slow_synchronous_body_leased(register):
         assert finish.wait(10)
         return "done"
 
-    register(Workflow(name="guard_slow", edges=[("START", slow)]))
+    register_workflow(Workflow(name="guard_slow", edges=[("START", slow)]))
     invocation = Invocation.objects.create(
         session=Session.objects.create(),
         workflow_name="guard_slow",
@@ -322,11 +309,11 @@ def test_the_heartbeat_keeps_a_slow_synchronous_body_leased(register):
     assert invocation.unfinished_deliveries == 0
 
 
-def test_the_engine_runner_on_the_django_store_refuses_bad_answers(register):
+def test_the_engine_runner_on_the_django_store_refuses_bad_answers(register_workflow):
     """The engine Runner on the Django store also refuses bad answers before writing."""
     from workflows.engine import Runner
 
-    workflow = register(asking("guard_runner", "guard-runner-q"))
+    workflow = register_workflow(asking("guard_runner", "guard-runner-q"))
     runner = Runner(workflow, store=DjangoStore())
     result = async_to_sync(runner.run)()
     assert result.status == NodeStatus.WAITING
