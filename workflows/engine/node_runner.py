@@ -228,7 +228,7 @@ class NodeRunner:
                     )
                 if item.route is not None:
                     ctx.route = item.route
-                self._record(ctx, item)
+                self._record(ctx, self._storable_event(ctx, item))
                 if item.output is None:
                     continue
                 item = item.output
@@ -238,7 +238,9 @@ class NodeRunner:
             ctx.output = item
 
     @staticmethod
-    def _record(ctx: Context, event: Event) -> None:
+    def _storable_event(ctx: Context, event: Event) -> Event:
+        """An event the node yielded, its values encoded as every store keeps them (the
+        engine's own outcome events carry values encoded already)."""
         what = f"an event of node {ctx.node_name!r}"
         limit = ctx._execution.max_value_bytes
         event.output = to_json_value(event.output, what, limit)
@@ -246,6 +248,10 @@ class NodeRunner:
             FunctionCall(c.id, c.name, to_json_value(c.args, what, limit))
             for c in event.function_calls
         ]
+        return event
+
+    @staticmethod
+    def _record(ctx: Context, event: Event) -> None:
         event.author = event.author or ctx.node_name
         event.path, event.run_id = ctx.path, ctx.run_id
         ctx._execution.record(event)
