@@ -28,6 +28,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F
+from django.db.models.signals import post_delete, post_save
 from django.forms.models import model_to_dict
 from django.utils import timezone
 from standardwebhooks import Webhook
@@ -93,9 +94,34 @@ def decision_data(decision_id: Any) -> dict[str, Any]:
     }
 
 
+class _EndpointsKnown:
+    """Whether any endpoint is active, remembered for HITL["WEBHOOK_ENDPOINTS_CACHE_SECONDS"]
+    so that a project without webhooks pays no query per event. Only "none" saves work:
+    "some" still reads the endpoints. Saving or deleting an endpoint forgets the answer in
+    its own process at once; other processes see a new endpoint within the cache time."""
+
+    def __init__(self) -> None:
+        self._any: bool | None = None
+        self._until = 0.0
+
+    def any_active(self) -> bool:
+        if self._any is None or time.monotonic() >= self._until:
+            self._any = WebhookEndpoint.objects.filter(is_active=True).exists()
+            self._until = time.monotonic() + hitl_settings.WEBHOOK_ENDPOINTS_CACHE_SECONDS
+        return self._any
+
+    def forget(self, **kwargs: Any) -> None:
+        self._any = None
+
+
+endpoints_known = _EndpointsKnown()
+
+
 def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[WebhookDelivery]:
     """Store a delivery of the event for every active endpoint that wants it, and enqueue
     each after commit. `data` is called only when some endpoint wants the event."""
+    if not endpoints_known.any_active():
+        return []
     endpoints = [e for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
     if not endpoints:
         return []
@@ -242,3 +268,7 @@ def connect() -> None:
     ]
     for signal, receiver in receivers:
         signal.connect(receiver, dispatch_uid=f"hitl-webhooks-{receiver.__name__}")
+    for signal in (post_save, post_delete):
+        signal.connect(
+            endpoints_known.forget, sender=WebhookEndpoint, dispatch_uid="hitl-webhook-endpoints"
+        )

@@ -153,3 +153,28 @@ def test_admin_shows_each_attempt_of_a_delivery(client, settings):
     page = client.get(f"/admin/workflows/webhookdelivery/{delivery.pk}/change/").content.decode()
     assert "Connection refused" in page or "ConnectionRefusedError" in page
     assert client.get("/admin/workflows/webhookendpoint/add/").status_code == 200
+
+
+@pytest.fixture
+def no_endpoint_known():
+    webhooks.endpoints_known.forget()
+    assert webhooks.queue_event("invocation.finished", dict) == []  # now remembered
+
+
+def test_without_endpoints_an_event_costs_no_query(no_endpoint_known, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert webhooks.queue_event("invocation.finished", dict) == []
+
+
+def test_an_endpoint_saved_here_gets_the_next_event_at_once(no_endpoint_known):
+    endpoint("http://127.0.0.1:9/hook")
+    assert len(webhooks.queue_event("invocation.finished", dict)) == 1
+
+
+def test_an_endpoint_added_elsewhere_is_seen_once_the_cache_time_is_over(settings):
+    settings.HITL = {"WEBHOOK_ENDPOINTS_CACHE_SECONDS": 0}
+    webhooks.endpoints_known.forget()
+    assert webhooks.queue_event("invocation.finished", dict) == []
+    # bulk_create sends no signal: as seen from a process that did not save it.
+    WebhookEndpoint.objects.bulk_create([WebhookEndpoint(url="http://127.0.0.1:9/hook")])
+    assert len(webhooks.queue_event("invocation.finished", dict)) == 1
