@@ -118,6 +118,12 @@ def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
     return ", ".join(f"CAST(%s AS {types[c]})" for c in columns)
 
 
+@functools.lru_cache(maxsize=4096)
+def _db_pk(using: str, invocation_id: Any) -> Any:
+    """An invocation id as the database takes it (computed on every write of a run)."""
+    return Invocation._meta.pk.get_db_prep_value(invocation_id, connections[using])
+
+
 def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
 
@@ -352,6 +358,7 @@ class DjangoStore:
         self, using: str = "default", lease_seconds: float = 60.0, *, inline: bool = False
     ) -> None:
         self.using = using
+        self.postgresql = connections[using].vendor == "postgresql"
         self.lease_seconds = lease_seconds
         # The engine's loop runs in this thread (it owns the connection): no thread hops.
         self.inline = inline
@@ -431,12 +438,8 @@ class DjangoStore:
         import psycopg
 
         connection = connections[self.using]
-        connection.ensure_connection()
-        connection.validate_no_broken_transaction()
-        raw_connection = connection.connection
+        raw_connection = self._raw_postgresql(connection)
         prepare = bool(hitl_settings.POSTGRES_PREPARED_STATEMENTS)
-        if prepare and raw_connection.prepare_threshold is None:
-            raw_connection.prepare_threshold = 2**31  # see _cursor
         cursors = [psycopg.Cursor(raw_connection) for _ in statements]
         try:
             with connection.wrap_database_errors:
@@ -480,7 +483,7 @@ class DjangoStore:
             ),
             ids,
         )
-        if connections[self.using].vendor == "postgresql":
+        if self.postgresql:
             _, rows = self._pipelined([owners, interrupts])
         else:
             self._select(*owners)
@@ -500,7 +503,7 @@ class DjangoStore:
             f"unfinished_deliveries = unfinished_deliveries + 1 WHERE {is_open} "
             f"AND lease_owner <> '' AND lease_expires_at < {clock}"
         )
-        if connections[self.using].vendor == "postgresql":
+        if self.postgresql:
             # One round trip; the SELECT sees the row as before the UPDATE, hence COALESCE.
             rows = self._select(
                 f"WITH taken AS ({take_over} RETURNING unfinished_deliveries) "
@@ -560,7 +563,7 @@ class DjangoStore:
         now = timezone.now()
         connection = connections[self.using]
         waiting = None
-        if connection.vendor == "postgresql" and _is_step(batch) and _fits_one_statement(batch):
+        if self.postgresql and _is_step(batch) and _fits_one_statement(batch):
             self._commit_step_postgresql(connection, batch, now)
         else:
             waiting = self._commit_statements(connection, batch, now, savepoint)
@@ -583,9 +586,7 @@ class DjangoStore:
         statements = self._batch_statements(batch, now)
         # Not pipelined when the UPDATE may find no invocation to create it first (an
         # engine Runner's first write): the statements after it need the row.
-        pipelined = connection.vendor == "postgresql" and (
-            batch.lease_owner is not None or batch.invocation is None
-        )
+        pipelined = self.postgresql and (batch.lease_owner is not None or batch.invocation is None)
         ask = (
             pipelined
             and batch.release_lease
@@ -704,42 +705,52 @@ class DjangoStore:
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
-        """A cursor for the store's own statements. With HITL["POSTGRES_PREPARED_STATEMENTS"]
-        on PostgreSQL: server-side binding, each statement prepared once per connection
-        (the server parses and plans it once), database errors raised as Django's."""
+        """A cursor for the store's own statements. On PostgreSQL, a psycopg cursor with
+        server-side binding (values travel apart from the statement: nothing to quote into
+        its text, and the server parses a short statement), database errors raised as
+        Django's; with HITL["POSTGRES_PREPARED_STATEMENTS"] each statement is also prepared
+        once per connection (the server parses and plans it once)."""
         connection = connections[self.using]
-        if connection.vendor != "postgresql" or not hitl_settings.POSTGRES_PREPARED_STATEMENTS:
+        if not self.postgresql:
             with connection.cursor() as cursor:
                 yield cursor
             return
         import psycopg
 
+        raw_connection = self._raw_postgresql(connection)
+        with connection.wrap_database_errors, psycopg.Cursor(raw_connection) as raw:
+            yield _Prepared(raw) if hitl_settings.POSTGRES_PREPARED_STATEMENTS else raw
+
+    @staticmethod
+    def _raw_postgresql(connection: Any) -> Any:
+        """The psycopg connection under Django's, ready for the store's own cursors."""
         connection.ensure_connection()
         connection.validate_no_broken_transaction()
         raw_connection = connection.connection
-        if raw_connection.prepare_threshold is None:
+        if hitl_settings.POSTGRES_PREPARED_STATEMENTS and raw_connection.prepare_threshold is None:
             # Django turns psycopg's prepared statements off; allow the ones asked for
             # (prepare=True) without preparing anything else on its own.
             raw_connection.prepare_threshold = 2**31
-        with connection.wrap_database_errors, psycopg.Cursor(raw_connection) as raw:
-            yield _Prepared(raw)
+        return raw_connection
 
     def _pk(self, invocation_id: str) -> Any:
-        return Invocation._meta.pk.get_db_prep_value(invocation_id, connections[self.using])
+        return _db_pk(self.using, invocation_id)
 
     def _datetime(self, value: Any) -> Any:
+        if self.postgresql and settings.USE_TZ:
+            return value  # psycopg adapts datetimes itself
         return connections[self.using].ops.adapt_datetimefield_value(_stored_time(value))
 
     def _clock(self, now: Any) -> tuple[str, list[Any]]:
         """SQL for the current time. Leases are judged on the database's clock, not on
         each worker's (SQLite is embedded: its clock is this machine's)."""
-        if connections[self.using].vendor == "postgresql":
+        if self.postgresql:
             return "clock_timestamp()", []
         return "%s", [self._datetime(now)]
 
     def _lease_expiry(self, now: Any, seconds: float) -> tuple[str, list[Any]]:
         """SQL for the time a lease taken now for `seconds` expires."""
-        if connections[self.using].vendor == "postgresql":
+        if self.postgresql:
             return "clock_timestamp() + %s * interval '1 second'", [float(seconds)]
         return "%s", [self._datetime(now + timedelta(seconds=seconds))]
 
@@ -940,7 +951,7 @@ class DjangoStore:
         # last write, it sees that write once committed, but the rest of the statement keeps
         # the snapshot from before it: stale node runs and answers already consumed, which
         # the new run would apply a second time.
-        if connections[self.using].vendor == "postgresql":
+        if self.postgresql:
             # Separate statements in one round trip: each still reads after the UPDATE.
             reads = self._checkpoint_queries(invocation_id, for_run=True)
             taken, runs, interrupts = self._pipelined([(take, params), *reads])
