@@ -705,12 +705,23 @@ class DjangoStore:
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
-        """A cursor for the store's own statements. On PostgreSQL, a psycopg cursor with
-        server-side binding (values travel apart from the statement: nothing to quote into
-        its text, and the server parses a short statement), database errors raised as
-        Django's; with HITL["POSTGRES_PREPARED_STATEMENTS"] each statement is also prepared
-        once per connection (the server parses and plans it once)."""
+        """A cursor for the store's own statements, on the driver's own cursor (they run on
+        every node transition: Django's cursor wrapper costs more than SQLite's work),
+        database errors raised as Django's. On PostgreSQL, server-side binding (values
+        travel apart from the statement: nothing to quote into its text, and the server
+        parses a short statement); with HITL["POSTGRES_PREPARED_STATEMENTS"] each statement
+        is also prepared once per connection (the server parses and plans it once)."""
         connection = connections[self.using]
+        if connection.vendor == "sqlite":
+            connection.ensure_connection()
+            connection.validate_no_broken_transaction()
+            with connection.wrap_database_errors:
+                cursor = _QmarkCursor(connection.connection.cursor())
+                try:
+                    yield cursor
+                finally:
+                    cursor.close()
+            return
         if not self.postgresql:
             with connection.cursor() as cursor:
                 yield cursor
@@ -1061,6 +1072,25 @@ class DjangoStore:
         if self.inline:
             return _outside_loop(func, *args)
         return await _in_caller_thread(func, *args)
+
+
+@functools.lru_cache(maxsize=512)
+def _qmarks(sql: str) -> str:
+    """The store's SQL (format-style marks, as Django's cursors take) in sqlite3's style."""
+    return sql.replace("%s", "?")
+
+
+class _QmarkCursor:
+    """An sqlite3 cursor that takes the store's format-style marks."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Any = ()) -> None:
+        self._cursor.execute(_qmarks(sql), params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
 
 
 class _Prepared:
