@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -226,13 +226,14 @@ def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, Node
         status=NodeStatus(status),
         run_id=run_id,
         output=NOT_LOADED if left_out else _json(output),
-        interrupt_ids=set(_json(ids)),
+        # Most runs wait on nothing and resumed with nothing: no decoding for those.
+        interrupt_ids=set() if ids == "[]" else set(_json(ids)),
         attempt=attempt,
         name=name,
         parent_path=parent,
         input=NOT_LOADED if left_out else _json(input_),
         route=route or None,
-        resume_inputs=dict(_json(resume)),
+        resume_inputs={} if resume == "{}" else dict(_json(resume)),
         error=error or None,
     )
 
@@ -629,7 +630,7 @@ class DjangoStore:
             check = partial(self._resolved, resolution.interrupt_id)
             statements.append((*self._resolution_update(resolution, now), check))
         for part in _parts(batch.node_runs.items(), len(NODE_RUN_COLUMNS)):
-            rows, values = self._node_run_values(replace(batch, node_runs=dict(part)), now)
+            rows, values = self._node_run_values(batch.invocation_id, part, now)
             sql = (
                 f"INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) VALUES {rows} "
                 f"{NODE_RUN_CONFLICT}"
@@ -638,7 +639,7 @@ class DjangoStore:
         if batch.new_interrupts:
             statements += self._interrupt_inserts(batch.new_interrupts)
         for part in _parts(batch.events, len(EVENT_COLUMNS)):
-            rows, values = self._event_values(replace(batch, events=part))
+            rows, values = self._event_values(batch.invocation_id, part)
             sql = f"INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) VALUES {rows}"
             statements.append((sql, values, None))
         if batch.consumed:
@@ -666,7 +667,9 @@ class DjangoStore:
         parts.append(f"inv AS ({invocation_sql} RETURNING id)")
         params += invocation_params
         if batch.node_runs:
-            rows, values = self._node_run_values(batch, now, cast=True)
+            rows, values = self._node_run_values(
+                batch.invocation_id, batch.node_runs.items(), now, cast=True
+            )
             parts.append(
                 f"runs AS (INSERT INTO {NODE_RUNS} ({', '.join(NODE_RUN_COLUMNS)}) "
                 f"SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM inv) "
@@ -674,7 +677,7 @@ class DjangoStore:
             )
             params += values
         if batch.events:
-            rows, values = self._event_values(batch, cast=True)
+            rows, values = self._event_values(batch.invocation_id, batch.events, cast=True)
             parts.append(
                 f"events AS (INSERT INTO {EVENTS} ({', '.join(EVENT_COLUMNS)}) "
                 f"SELECT * FROM (VALUES {rows}) AS v WHERE EXISTS (SELECT 1 FROM inv))"
@@ -863,11 +866,18 @@ class DjangoStore:
         raise InterruptNotPendingError(interrupt_id, current or "missing")
 
     def _node_run_values(
-        self, batch: WriteBatch, now: Any, cast: bool = False
+        self,
+        invocation_id: str,
+        node_runs: Iterable[tuple[str, NodeRunState]],
+        now: Any,
+        cast: bool = False,
     ) -> tuple[str, list[Any]]:
-        invocation_pk, stamp = self._pk(batch.invocation_id), self._datetime(now)
+        """`(path, state)` pairs as rows: the marks, and the values."""
+        invocation_pk, stamp = self._pk(invocation_id), self._datetime(now)
         values: list[Any] = []
-        for path, state in batch.node_runs.items():
+        count = 0
+        for path, state in node_runs:
+            count += 1
             values += [
                 invocation_pk,
                 path,
@@ -885,12 +895,14 @@ class DjangoStore:
                 stamp,
                 stamp,
             ]
-        return self._rows(NodeRun, NODE_RUN_COLUMNS, len(batch.node_runs), cast), values
+        return self._rows(NodeRun, NODE_RUN_COLUMNS, count, cast), values
 
-    def _event_values(self, batch: WriteBatch, cast: bool = False) -> tuple[str, list[Any]]:
-        invocation_pk = self._pk(batch.invocation_id)
+    def _event_values(
+        self, invocation_id: str, events: list[Event], cast: bool = False
+    ) -> tuple[str, list[Any]]:
+        invocation_pk = self._pk(invocation_id)
         values: list[Any] = []
-        for event in batch.events:
+        for event in events:
             values += [
                 invocation_pk,
                 event.author,
@@ -905,7 +917,7 @@ class DjangoStore:
                 event.error or "",
                 event.timestamp,
             ]
-        return self._rows(SessionEvent, EVENT_COLUMNS, len(batch.events), cast), values
+        return self._rows(SessionEvent, EVENT_COLUMNS, len(events), cast), values
 
     def _rows(self, model: Any, columns: list[str], count: int, cast: bool) -> str:
         """`(%s, ...), ...` for `count` rows; with `cast`, each mark cast to its column's
