@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from .events import Event, RequestInput
 from .nodes import run_inline
 from .state import NOT_LOADED, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
 from .status import NodeStatus
+from .stepping import complete
 
 if TYPE_CHECKING:
     from .nodes import BaseNode
@@ -66,6 +66,8 @@ class Execution:
         self._consumed: set[str] = set()
         self._output_loads: dict[str, asyncio.Future[None]] = {}
         self.progressed = False
+        # Node runs in tasks of their own (run alongside siblings), not yet finished.
+        self.parallel_runs = 0
         self.lease_owner = lease_owner
         # How synchronous node code runs: the store's `run_sync` if it has one (a database
         # store runs it where blocking database calls are allowed), else inline.
@@ -74,14 +76,14 @@ class Execution:
         self._flush_lock = asyncio.Lock()
         for path, state in (node_runs or {}).items():
             self._index(path, state)
-            self.node_runs[path] = state
+        self.node_runs.update(node_runs or {})
 
     def _new_batch(self) -> WriteBatch:
         return WriteBatch(self.invocation.id, lease_owner=self.lease_owner)
 
     def _index(self, path: str, state: NodeRunState) -> None:
-        if path not in self.node_runs:
-            self.children[state.parent_path].append(path)
+        """Index a node run new to this execution (a path's run_id never changes)."""
+        self.children[state.parent_path].append(path)
         key = (state.parent_path, state.name)
         if state.run_id > self._max_run_id.get(key, 0):
             self._max_run_id[key] = state.run_id
@@ -92,9 +94,20 @@ class Execution:
         return run_id
 
     def save(self, path: str, state: NodeRunState) -> None:
-        self._index(path, state)
+        if path not in self.node_runs:
+            self._index(path, state)
         self.node_runs[path] = state
         self.batch.node_runs[path] = state
+
+    def spawn(self, run: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A task for a node run that runs alongside its siblings."""
+        task = asyncio.ensure_future(run)
+        self.parallel_runs += 1
+        task.add_done_callback(self._parallel_run_done)
+        return task
+
+    def _parallel_run_done(self, task: asyncio.Task[Any]) -> None:
+        self.parallel_runs -= 1
 
     def record(self, event: Event) -> None:
         event.invocation_id = self.invocation.id
@@ -104,6 +117,8 @@ class Execution:
         """Mark as applied the answers that the node run at `path` owns, in the batch of
         the transition that applies them. An ancestor passing answers down applies
         nothing: if it stops before the owner runs, the answers stay for the next pass."""
+        if not interrupt_ids:
+            return
         fresh = {
             i
             for i in interrupt_ids
@@ -134,8 +149,10 @@ class Execution:
 
     async def flush(self) -> bool:
         """Commit the pending transitions; return what the store's commit returns."""
-        async with self._taken_batch() as batch:
-            return await _complete(self.store.commit(batch)) if batch else False
+        await self._siblings_first()
+        async with self._flush_lock:
+            batch = self._take_batch()
+            return await complete(self.store.commit(batch)) if batch else False
 
     async def flush_then_call(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -146,39 +163,30 @@ class Execution:
         if combined is None:
             await self.flush()
             return await self.run_sync(func, *args, **kwargs)
-        async with self._taken_batch() as batch:
+        await self._siblings_first()
+        async with self._flush_lock:
+            batch = self._take_batch()
             if batch:
-                return await _complete(combined(batch, func, args, kwargs))
+                return await complete(combined(batch, func, args, kwargs))
         return await self.run_sync(func, *args, **kwargs)
 
-    @contextlib.asynccontextmanager
-    async def _taken_batch(self) -> AsyncIterator[WriteBatch | None]:
-        """The pending batch (None when empty or there is no store), taken for committing;
-        commits happen one at a time, in order."""
-        # One yield lets siblings dispatched together add their transitions first.
-        await asyncio.sleep(0)
-        async with self._flush_lock:
-            batch, self.batch = self.batch, self._new_batch()
-            if not batch or self.store is None:
-                yield None
-                return
-            if batch.node_runs and not self.progressed:
-                # The first checkpoint that records progress also shows the invocation
-                # RUNNING (a drive with nothing to do writes nothing).
-                batch.invocation = batch.invocation or self.invocation
-                self.progressed = True
-            yield batch
+    async def _siblings_first(self) -> None:
+        if self.parallel_runs:
+            # One yield lets siblings dispatched together add their transitions first.
+            await asyncio.sleep(0)
 
-
-async def _complete(awaitable: Awaitable[Any]) -> Any:
-    """Await a commit that may hold other runs' outcomes: a cancelled caller must not drop
-    it halfway, so it completes before the cancellation lands."""
-    future = asyncio.ensure_future(awaitable)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        await future
-        raise
+    def _take_batch(self) -> WriteBatch | None:
+        """The pending batch (None when empty or there is no store), taken for committing
+        (under the flush lock: commits happen one at a time, in order)."""
+        batch, self.batch = self.batch, self._new_batch()
+        if not batch or self.store is None:
+            return None
+        if batch.node_runs and not self.progressed:
+            # The first checkpoint that records progress also shows the invocation
+            # RUNNING (a drive with nothing to do writes nothing).
+            batch.invocation = batch.invocation or self.invocation
+            self.progressed = True
+        return batch
 
 
 class Context:

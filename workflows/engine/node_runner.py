@@ -204,9 +204,10 @@ class NodeRunner:
     def _check_outcome(self, ctx: Context) -> None:
         """Refuse, as this node's failure, what no store could keep (see values.py)."""
         name = self.node.name
-        ctx.output = to_json_value(
-            ctx.output, f"the output of node {name!r}", ctx._execution.max_value_bytes
-        )
+        if not self.node.outputs_a_childs_output:
+            ctx.output = to_json_value(
+                ctx.output, f"the output of node {name!r}", ctx._execution.max_value_bytes
+            )
         if ctx.route is not None:
             check_text(str(ctx.route), f"the route of node {name!r}", MAX_ROUTE_LENGTH)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -49,14 +50,18 @@ async def iterate_call(
     kwargs: dict[str, Any] | None = None,
     *,
     inline: bool = False,
+    is_async: bool | None = None,
 ) -> AsyncIterator[Any]:
     """Call a node body and turn what it gives (value, awaitable, generator) into the items
     it emits. Synchronous code (a plain function, each step of a generator) runs through
     `ctx.call_sync` (unless `inline`), so a store can run it where blocking calls are
-    allowed; the run's checkpoint is committed before any of the body runs."""
+    allowed; the run's checkpoint is committed before any of the body runs. `is_async`:
+    `is_async_callable(func)`, when the caller knows it already."""
     kwargs = kwargs or {}
     call_sync = run_inline if inline else ctx.call_sync
-    if inspect.isasyncgenfunction(func) or inspect.iscoroutinefunction(func):
+    if is_async is None:
+        is_async = is_async_callable(func)
+    if is_async:
         await ctx.checkpoint()
         if inspect.isasyncgenfunction(func):
             async for item in func(*args, **kwargs):
@@ -79,6 +84,16 @@ async def iterate_call(
         yield result
 
 
+def is_async_callable(func: Callable[..., Any]) -> bool:
+    """An async function or async generator function: its body runs on the loop."""
+    return inspect.isasyncgenfunction(func) or inspect.iscoroutinefunction(func)
+
+
+@functools.cache
+def _runs_async(node_class: type[BaseNode]) -> bool:
+    return is_async_callable(node_class.run)
+
+
 class BaseNode:
     """A unit of work in a workflow. Subclass and implement `run(ctx, node_input)`.
 
@@ -94,6 +109,8 @@ class BaseNode:
     # Engine-internal nodes (workflows, joins, workers) run no user code of their own,
     # so nothing needs to be durable before their bodies start.
     checkpoint_before_run: bool = True
+    # The output is a child run's output, checked and encoded when the child produced it.
+    outputs_a_childs_output: bool = False
 
     def __init__(
         self,
@@ -119,7 +136,7 @@ class BaseNode:
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         """The items one execution of this node emits."""
-        return iterate_call(ctx, self.run, (ctx, node_input))
+        return iterate_call(ctx, self.run, (ctx, node_input), is_async=_runs_async(type(self)))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -165,6 +182,7 @@ class FunctionNode(BaseNode):
             )
         self._wants_input = "node_input" in parameters
         self._wants_ctx = "ctx" in parameters
+        self._is_async = is_async_callable(func)
 
     def _arguments(self, ctx: Context, node_input: Any) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -178,7 +196,9 @@ class FunctionNode(BaseNode):
         return self.func(**self._arguments(ctx, node_input))
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        return iterate_call(ctx, self.func, kwargs=self._arguments(ctx, node_input))
+        return iterate_call(
+            ctx, self.func, kwargs=self._arguments(ctx, node_input), is_async=self._is_async
+        )
 
 
 class JoinNode(BaseNode):
@@ -194,7 +214,9 @@ class JoinNode(BaseNode):
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         # A join only gathers inputs: its body runs inline, never through the store.
-        return iterate_call(ctx, self.run, (ctx, node_input), inline=True)
+        return iterate_call(
+            ctx, self.run, (ctx, node_input), inline=True, is_async=_runs_async(type(self))
+        )
 
 
 class ParallelWorker(BaseNode):
@@ -211,7 +233,7 @@ class ParallelWorker(BaseNode):
     async def run(self, ctx: Context, node_input: Any) -> Any:
         items = list(node_input or ())
         tasks = [
-            asyncio.ensure_future(ctx.run_child(self.item_node, item, run_id=index + 1))
+            ctx._execution.spawn(ctx.run_child(self.item_node, item, run_id=index + 1))
             for index, item in enumerate(items)
         ]
         try:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field, replace
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -18,7 +20,7 @@ from .errors import (
 )
 from .events import Event, FunctionResponse, RequestInput
 from .node_runner import ChildFailedError
-from .state import Checkpoint, InvocationRecord, NodeRunState, WriteBatch
+from .state import Checkpoint, InvocationRecord, NodeRunState, WriteBatch, copied
 from .status import InterruptStatus, NodeStatus
 from .store import LEASE_TTL, InMemoryStore, Store
 from .transitions import accept_responses, cancel_batch, checked_input, retry_batch
@@ -131,7 +133,7 @@ class Runner:
         With `wait=False`, return False at once when another run holds the lease (that run
         picks up any answer accepted before it releases the lease); else return True.
         """
-        owner = new_id()
+        owner = os.urandom(16).hex()  # unique, and cheaper than a UUID
         while True:
             checkpoint = await self.store.acquire_lease(invocation_id, owner, self.lease_ttl)
             if checkpoint is None:
@@ -155,29 +157,24 @@ class Runner:
 
         A store whose synchronous work blocks this loop offers `keep_alive(invocation_id,
         owner, ttl, on_lost)`, a context manager that renews from a thread of its own;
-        otherwise the heartbeat is a task on this loop calling `renew_lease`."""
+        otherwise timers on this loop call `renew_lease`. The pass runs in this task (a
+        task of its own would cost trips through the loop): losing the lease cancels it."""
         keep_alive = getattr(self.store, "keep_alive", None)
         renew = getattr(self.store, "renew_lease", None)
         if keep_alive is None and renew is None:
             return await self._execute(checkpoint, owner)
         invocation_id = checkpoint.invocation.id
-        run = asyncio.ensure_future(self._execute(checkpoint, owner))
-        lost = asyncio.Event()
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        running = True
+        lost = False
 
         def stop() -> None:
-            lost.set()
-            run.cancel()
-
-        async def heartbeat() -> None:
-            while True:
-                await asyncio.sleep(self.lease_ttl / 3)
-                try:
-                    held = await renew(invocation_id, owner, self.lease_ttl)
-                except Exception:  # cannot tell now (a busy database): ask at the next beat
-                    held = None
-                if held is False:
-                    stop()
-                    return
+            nonlocal lost
+            if running and not lost:  # never cancel the caller once the pass returned
+                lost = True
+                task.cancel()
 
         with contextlib.ExitStack() as beating:
             if keep_alive is not None:
@@ -185,14 +182,51 @@ class Runner:
                 on_lost = partial(loop.call_soon_threadsafe, stop)
                 beating.enter_context(keep_alive(invocation_id, owner, self.lease_ttl, on_lost))
             else:
-                beating.callback(asyncio.ensure_future(heartbeat()).cancel)
+                beating.callback(self._heartbeat(partial(renew, invocation_id, owner), stop))
             try:
-                return await run
+                more = await self._execute(checkpoint, owner)
             except asyncio.CancelledError:
-                if lost.is_set():
+                if lost and task.uncancel() <= cancelling:
                     raise LeaseLostError(f"invocation {invocation_id}: lease lost") from None
-                run.cancel()  # the caller was cancelled: so is the pass
-                raise
+                raise  # the caller was cancelled: so is the pass
+            finally:
+                running = False
+            if lost:
+                task.uncancel()  # the pass ended on its own, ignoring the cancellation
+            return more
+
+    def _heartbeat(
+        self, renew: Callable[[float], Awaitable[bool | None]], on_lost: Callable[[], None]
+    ) -> Callable[[], None]:
+        """Call `renew(ttl)` every third of the lease length (no task until a beat is
+        due) and `on_lost` when it says the lease is lost; return what stops it."""
+        loop = asyncio.get_running_loop()
+        interval = self.lease_ttl / 3
+        stopped = False
+
+        def beat() -> None:
+            nonlocal pending
+            pending = asyncio.ensure_future(renew(self.lease_ttl))
+            pending.add_done_callback(renewed)
+
+        def renewed(renewal: asyncio.Future[bool | None]) -> None:
+            nonlocal pending
+            if stopped or renewal.cancelled():
+                return
+            # An error: cannot tell now (a busy database), ask at the next beat.
+            held = None if renewal.exception() else renewal.result()
+            if held is False:
+                on_lost()
+            else:
+                pending = loop.call_later(interval, beat)
+
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
+            pending.cancel()
+
+        pending: asyncio.Handle | asyncio.Future[bool | None] = loop.call_later(interval, beat)
+        return stop
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:
         checkpoint = await self.store.load_checkpoint(invocation_id)
@@ -208,7 +242,7 @@ class Runner:
             raise InvocationNotFoundError(invocation.id)
         if invocation.status.is_final:
             return await self.store.release_lease(invocation.id, lease_owner)
-        running = replace(invocation, status=NodeStatus.RUNNING)
+        running = copied(invocation, status=NodeStatus.RUNNING)
         execution = Execution(
             running,
             self.store,
@@ -227,7 +261,7 @@ class Runner:
             status, output, error = NodeStatus.FAILED, None, failure.child.error
         except ExecutionAbortedError:
             return await self.store.release_lease(invocation.id, lease_owner)
-        finished = replace(invocation, status=status, output=output, error=error)
+        finished = copied(invocation, status=status, output=output, error=error)
         if finished != invocation or execution.progressed or execution.batch.node_runs:
             execution.batch.invocation = finished
         if status != NodeStatus.FAILED:

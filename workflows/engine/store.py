@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from .errors import (
     DuplicateInterruptError,
@@ -15,7 +15,14 @@ from .errors import (
     LeaseLostError,
 )
 from .events import Event
-from .state import Checkpoint, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .state import (
+    Checkpoint,
+    InterruptRecord,
+    InvocationRecord,
+    NodeRunState,
+    WriteBatch,
+    copied,
+)
 from .status import InterruptStatus, NodeStatus
 
 LEASE_TTL = 60.0  # seconds an execution lease lasts without a commit renewing it
@@ -60,18 +67,14 @@ class Store(Protocol):
         answers no pass has seen (they arrived while this run held the lease)."""
 
 
-def _copy(record: Any, **changes: Any) -> Any:
-    """A shallow copy of a state dataclass. dataclasses.replace re-runs __init__ with
-    every field, the largest cost of this store on a chain of trivial nodes."""
-    clone = object.__new__(type(record))
-    clone.__dict__.update(record.__dict__, **changes)
-    return clone
-
-
 def copy_node_run(state: NodeRunState) -> NodeRunState:
-    return _copy(
-        state, interrupt_ids=set(state.interrupt_ids), resume_inputs=dict(state.resume_inputs)
-    )
+    """A copy of `state` sharing no set or dict with it (see `copied`)."""
+    clone = object.__new__(NodeRunState)
+    fields = clone.__dict__
+    fields.update(state.__dict__)
+    fields["interrupt_ids"] = set(state.interrupt_ids)
+    fields["resume_inputs"] = dict(state.resume_inputs)
+    return clone
 
 
 def check_batch(
@@ -114,13 +117,15 @@ class InMemoryStore:
         if invocation is None:
             return None
         return Checkpoint(
-            invocation=_copy(invocation),
+            invocation=copied(invocation),
             node_runs={path: copy_node_run(s) for path, s in self.node_runs[invocation_id].items()},
-            interrupts={i: _copy(self.interrupts[i]) for i in self._open_interrupts[invocation_id]},
+            interrupts={
+                i: copied(self.interrupts[i]) for i in self._open_interrupts[invocation_id]
+            },
         )
 
     async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
-        return {i: _copy(self.interrupts[i]) for i in ids if i in self.interrupts}
+        return {i: copied(self.interrupts[i]) for i in ids if i in self.interrupts}
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return list(self.events.get(invocation_id, ()))
@@ -135,15 +140,18 @@ class InMemoryStore:
             ttl = self._lease_ttls.get(invocation_id, LEASE_TTL)
             self._leases[invocation_id] = (batch.lease_owner, time.monotonic() + ttl)
         if batch.invocation is not None:
-            self.invocations[invocation_id] = _copy(batch.invocation)
-        runs = self.node_runs.setdefault(invocation_id, {})
+            self.invocations[invocation_id] = copied(batch.invocation)
+        if invocation_id not in self.node_runs:
+            self.node_runs[invocation_id] = {}
+            self.events[invocation_id] = []
+            self._open_interrupts[invocation_id] = set()
+        runs = self.node_runs[invocation_id]
         for path, state in batch.node_runs.items():
             runs[path] = copy_node_run(state)
-        self.events.setdefault(invocation_id, []).extend(batch.events)
-        open_ids = self._open_interrupts.setdefault(invocation_id, set())
+        self.events[invocation_id].extend(batch.events)
         for record in batch.new_interrupts:
-            self.interrupts[record.id] = _copy(record)
-            open_ids.add(record.id)
+            self.interrupts[record.id] = copied(record)
+            self._open_interrupts[invocation_id].add(record.id)
         for resolution in batch.resolutions:
             record = self.interrupts[resolution.interrupt_id]
             record.status = resolution.status

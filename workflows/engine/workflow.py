@@ -11,9 +11,11 @@ from typing import Any
 from .context import Context, child_path
 from .errors import DefinitionChangedError, GraphError, NodeOutputError
 from .events import Event
+from .node_runner import run_child
 from .nodes import START, BaseNode, JoinNode, ParallelWorker, as_node
-from .state import NodeRunState
+from .state import NodeRunState, copied
 from .status import NodeStatus
+from .stepping import run_isolated
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Workflow(BaseNode):
 
     rerun_on_resume = True
     checkpoint_before_run = False
+    outputs_a_childs_output = True  # its terminal node's
 
     def __init__(self, name: str, edges: list[tuple[Any, ...]]) -> None:
         super().__init__(name)
@@ -139,10 +142,12 @@ class _Scheduler:
         self.execution = ctx._execution
         self.tasks: dict[asyncio.Future[Context], BaseNode] = {}
         self.task_paths: dict[asyncio.Future[Context], str] = {}
+        # Child runs triggered and not started yet: (node, input, run_id).
+        self.starting: list[tuple[BaseNode, Any, int]] = []
         self.open_joins: dict[str, str] = {}  # join name -> path of its collecting run
         # Finished child tasks, in completion order (waiting on all tasks at each step
-        # would make a wide fan-out quadratic).
-        self.finished: asyncio.Queue[asyncio.Future[Context]] = asyncio.Queue()
+        # would make a wide fan-out quadratic); made with the first task.
+        self.finished: asyncio.Queue[asyncio.Future[Context]] | None = None
 
     async def run(self, node_input: Any) -> None:
         existing = self.execution.children.get(self.ctx.path)
@@ -152,7 +157,17 @@ class _Scheduler:
             for target in self.workflow.successors(START, None):
                 self._dispatch(target, node_input, START)
         try:
-            while self.tasks:
+            while self.starting or self.tasks:
+                if len(self.starting) == 1 and not self.tasks:
+                    # The only work there is: run it in this task (a task per child
+                    # costs trips through the event loop).
+                    await self._run_inline(*self.starting.pop())
+                    continue
+                if self.finished is None:
+                    self.finished = asyncio.Queue()
+                for node, value, run_id in self.starting:
+                    self._spawn(node, value, run_id, self.finished)
+                self.starting.clear()
                 task = await self.finished.get()
                 if task in self.tasks:
                     self._settle(task)
@@ -166,6 +181,11 @@ class _Scheduler:
             raise
         if self.open_joins and not self.ctx.interrupt_ids:
             raise GraphError(self._unfired_joins())
+
+    async def _run_inline(self, node: BaseNode, value: Any, run_id: int) -> None:
+        child = await run_isolated(run_child(self.ctx, node, value, run_id))
+        if child.status == NodeStatus.COMPLETED:
+            self._completed(node, child)
 
     def _settle(self, task: asyncio.Future[Context]) -> None:
         """Take a finished child task off the books; a completed child fires its edges."""
@@ -210,7 +230,7 @@ class _Scheduler:
                 )
             self.ctx.output = child.output
             own = self.execution.node_runs[self.ctx.path]
-            self.execution.save(self.ctx.path, replace(own, output=child.output))
+            self.execution.save(self.ctx.path, copied(own, output=child.output))
         for target in self.workflow.successors(node.name, child.route):
             self._dispatch(target, child.output, node.name)
 
@@ -248,8 +268,17 @@ class _Scheduler:
             self.open_joins[join.name] = path
 
     def _start(self, node: BaseNode, value: Any, run_id: int) -> None:
-        task = asyncio.ensure_future(self.ctx.run_child(node, value, run_id))
-        task.add_done_callback(self.finished.put_nowait)
+        self.starting.append((node, value, run_id))
+
+    def _spawn(
+        self,
+        node: BaseNode,
+        value: Any,
+        run_id: int,
+        finished: asyncio.Queue[asyncio.Future[Context]],
+    ) -> None:
+        task = self.execution.spawn(run_child(self.ctx, node, value, run_id))
+        task.add_done_callback(finished.put_nowait)
         self.tasks[task] = node
         self.task_paths[task] = child_path(self.ctx.path, node.name, run_id)
 
@@ -258,9 +287,9 @@ class _Scheduler:
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
-        for task in self.tasks:
+        unstarted = [child_path(self.ctx.path, n.name, r) for n, _, r in self.starting]
+        for path in [*self.task_paths.values(), *unstarted]:
             # A run dispatched but cancelled before its runner started is cancelled too.
-            path = self.task_paths[task]
             state = self.execution.node_runs.get(path)
             if state is not None and state.status == NodeStatus.PENDING:
                 self.execution.save(path, replace(state, status=NodeStatus.CANCELLED))
@@ -274,3 +303,4 @@ class _Scheduler:
                 )
         self.tasks.clear()
         self.task_paths.clear()
+        self.starting.clear()
