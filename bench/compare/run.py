@@ -125,14 +125,17 @@ class Worker:
         self.log.close()
 
 
-def ensure_databases(configs: list[Config]) -> None:
+def ensure_databases(names: list[str]) -> None:
+    """Create the scratch databases that do not exist yet."""
+    if not names:
+        return
     import psycopg
 
     with psycopg.connect(f"{PG}/postgres", autocommit=True) as connection:
         existing = {r[0] for r in connection.execute("SELECT datname FROM pg_database")}
-        for config in configs:
-            if config.database and config.database not in existing:
-                connection.execute(f'CREATE DATABASE "{config.database}"')
+        for name in names:
+            if name not in existing:
+                connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def machine() -> dict[str, Any]:
@@ -186,8 +189,7 @@ def collect(args: argparse.Namespace, plan: Plan, configs: list[Config]) -> dict
     stamp = time.strftime("%Y%m%d-%H%M%S")
     log_dir = RESULTS / f"compare-{stamp}-logs"
     log_dir.mkdir()
-    if any(c.database for c in configs):
-        ensure_databases(configs)
+    ensure_databases([c.database for c in configs if c.database])
     data: dict[str, Any] = {"machine": machine(), "plan": plan.__dict__, "runs": {}}
     workers = {}
     for config in tqdm(configs, desc="starting systems", unit="system"):

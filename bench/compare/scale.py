@@ -11,7 +11,8 @@
     .venv-bench/bin/python -m bench.compare.scale            # everything, a few minutes
     .venv-bench/bin/python -m bench.compare.scale --seed 20000 --invocations 200
 
-PostgreSQL database $HITL_BENCH_PG/h_perf_scale (dropped and built anew), Redis
+PostgreSQL database $HITL_BENCH_PG/h_perf_scale (created when missing, emptied and built
+anew), Redis
 $HITL_BENCH_REDIS (default redis://127.0.0.1:6379/7, queue `hitl_perf`, purged).
 """
 
@@ -311,6 +312,9 @@ def main() -> int:
         run = phase_latency if args.phase == "latency" else phase_throughput
         Path(args.out).write_text(json.dumps(run(args)))
         return 0
+    from bench.compare.run import ensure_databases
+
+    ensure_databases([DATABASE])
     # Settings read the environment once: each phase in a process of its own.
     results: dict[str, Any] = {"load_average_start": os.getloadavg()}
     out_dir = ROOT / "bench" / "results"
