@@ -17,7 +17,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -439,7 +439,7 @@ class DjangoStore:
         import psycopg
 
         connection = connections[self.using]
-        raw_connection = self._raw_postgresql(connection)
+        raw_connection = self._raw_connection(connection)
         prepare = bool(hitl_settings.POSTGRES_PREPARED_STATEMENTS)
         cursors = [psycopg.Cursor(raw_connection) for _ in statements]
         try:
@@ -716,10 +716,9 @@ class DjangoStore:
         is also prepared once per connection (the server parses and plans it once)."""
         connection = connections[self.using]
         if connection.vendor == "sqlite":
-            connection.ensure_connection()
-            connection.validate_no_broken_transaction()
+            raw_connection = self._raw_connection(connection)
             with connection.wrap_database_errors:
-                cursor = _QmarkCursor(connection.connection.cursor())
+                cursor = _QmarkCursor(raw_connection.cursor())
                 try:
                     yield cursor
                 finally:
@@ -731,17 +730,20 @@ class DjangoStore:
             return
         import psycopg
 
-        raw_connection = self._raw_postgresql(connection)
+        raw_connection = self._raw_connection(connection)
         with connection.wrap_database_errors, psycopg.Cursor(raw_connection) as raw:
             yield _Prepared(raw) if hitl_settings.POSTGRES_PREPARED_STATEMENTS else raw
 
-    @staticmethod
-    def _raw_postgresql(connection: Any) -> Any:
-        """The psycopg connection under Django's, ready for the store's own cursors."""
+    def _raw_connection(self, connection: Any) -> Any:
+        """The driver's connection under Django's, ready for the store's own cursors."""
         connection.ensure_connection()
         connection.validate_no_broken_transaction()
         raw_connection = connection.connection
-        if hitl_settings.POSTGRES_PREPARED_STATEMENTS and raw_connection.prepare_threshold is None:
+        if (
+            self.postgresql
+            and hitl_settings.POSTGRES_PREPARED_STATEMENTS
+            and raw_connection.prepare_threshold is None
+        ):
             # Django turns psycopg's prepared statements off; allow the ones asked for
             # (prepare=True) without preparing anything else on its own.
             raw_connection.prepare_threshold = 2**31
@@ -868,16 +870,14 @@ class DjangoStore:
     def _node_run_values(
         self,
         invocation_id: str,
-        node_runs: Iterable[tuple[str, NodeRunState]],
+        node_runs: Collection[tuple[str, NodeRunState]],
         now: Any,
         cast: bool = False,
     ) -> tuple[str, list[Any]]:
         """`(path, state)` pairs as rows: the marks, and the values."""
         invocation_pk, stamp = self._pk(invocation_id), self._datetime(now)
         values: list[Any] = []
-        count = 0
         for path, state in node_runs:
-            count += 1
             values += [
                 invocation_pk,
                 path,
@@ -895,7 +895,7 @@ class DjangoStore:
                 stamp,
                 stamp,
             ]
-        return self._rows(NodeRun, NODE_RUN_COLUMNS, count, cast), values
+        return self._rows(NodeRun, NODE_RUN_COLUMNS, len(node_runs), cast), values
 
     def _event_values(
         self, invocation_id: str, events: list[Event], cast: bool = False

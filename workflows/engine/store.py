@@ -68,13 +68,10 @@ class Store(Protocol):
 
 
 def copy_node_run(state: NodeRunState) -> NodeRunState:
-    """A copy of `state` sharing no set or dict with it (see `copied`)."""
-    clone = object.__new__(NodeRunState)
-    fields = clone.__dict__
-    fields.update(state.__dict__)
-    fields["interrupt_ids"] = set(state.interrupt_ids)
-    fields["resume_inputs"] = dict(state.resume_inputs)
-    return clone
+    """A copy of `state` sharing no set or dict with it."""
+    return copied(
+        state, interrupt_ids=set(state.interrupt_ids), resume_inputs=dict(state.resume_inputs)
+    )
 
 
 def check_batch(
