@@ -340,6 +340,23 @@ def _plot() -> Any:
     return plt
 
 
+def _save(
+    plt: Any, figure: Any, axes: Any, name: str, *, title: str, xlabel: str, ylabel: str, log: bool
+) -> None:
+    """Label the plot, write it to docs/img/`name` and free it; `log`: both axes log-scaled."""
+    if log:
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.grid(True, which="both" if log else "major", alpha=0.3)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(IMG / name, dpi=110)
+    plt.close(figure)
+
+
 def plot_per_node(data: dict[str, Any], configs: list[Any]) -> None:
     plt = _plot()
     figure, axes = plt.subplots(figsize=(8, 5))
@@ -357,16 +374,16 @@ def plot_per_node(data: dict[str, Any], configs: list[Any]) -> None:
                 ys.append(statistics.median(samples) * 1000)
         if xs:
             axes.plot(xs, ys, marker="o", label=config.name)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("nodes in the chain (11: the 10-node chain and its asking node)")
-    axes.set_ylabel("ms per node (median)")
-    axes.set_title("Per-node cost against chain length")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(IMG / "perf-per-node.png", dpi=110)
-    plt.close(figure)
+    _save(
+        plt,
+        figure,
+        axes,
+        "perf-per-node.png",
+        title="Per-node cost against chain length",
+        xlabel="nodes in the chain (11: the 10-node chain and its asking node)",
+        ylabel="ms per node (median)",
+        log=True,
+    )
 
 
 def plot_history(data: dict[str, Any], configs: list[Any]) -> None:
@@ -386,16 +403,16 @@ def plot_history(data: dict[str, Any], configs: list[Any]) -> None:
             xs = sorted(x for x, values in points.items() if values)
             ys = [statistics.median(points[x]) * 1000 for x in xs]
             axes.plot(xs, ys, marker="o", label=config.name)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("invocations in the session so far (median of a window of 10)")
-    axes.set_ylabel("resume ms")
-    axes.set_title("Resume latency against session history")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(IMG / "perf-resume-history.png", dpi=110)
-    plt.close(figure)
+    _save(
+        plt,
+        figure,
+        axes,
+        "perf-resume-history.png",
+        title="Resume latency against session history",
+        xlabel="invocations in the session so far (median of a window of 10)",
+        ylabel="resume ms",
+        log=True,
+    )
 
 
 def plot_throughput(series: dict[str, dict[str, Any]]) -> None:
@@ -407,14 +424,16 @@ def plot_throughput(series: dict[str, dict[str, Any]]) -> None:
             rates = [results[str(w)]["per_second"] for w in workers]
             axes.plot(workers, rates, marker="o", label=label)
             axes.set_xticks(workers)
-    axes.set_xlabel("celery worker processes")
-    axes.set_ylabel("completed invocations / s")
-    axes.set_title("Throughput on PostgreSQL + Redis")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(IMG / "perf-throughput.png", dpi=110)
-    plt.close(figure)
+    _save(
+        plt,
+        figure,
+        axes,
+        "perf-throughput.png",
+        title="Throughput on PostgreSQL + Redis",
+        xlabel="celery worker processes",
+        ylabel="completed invocations / s",
+        log=False,
+    )
 
 
 def scale_tables(results: dict[str, Any]) -> str:
