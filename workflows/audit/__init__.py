@@ -1,0 +1,1 @@
+"""The tamper-evident audit trail: canonical JSON, hash chains and receipts."""
