@@ -7,8 +7,8 @@ class WorkflowsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # checks and policy register system checks when imported.
-        from . import checks, heartbeat, log, policy, webhooks  # noqa: F401
+        # checks registers the system checks when imported.
+        from . import checks, heartbeat, log, webhooks  # noqa: F401
         from .conf import hitl_settings
         from .registry import registry
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
 
 DEFAULTS: dict[str, Any] = {
     # Extra modules to import for workflow definitions (besides each app's workflows.py).
@@ -58,13 +59,32 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# The settings that name a class by its dotted path: read as the class itself, imported
+# on first use and kept until the settings change.
+IMPORT_STRINGS = frozenset({"ANSWER_POLICY"})
+
+
+def perform_import(value: Any, name: str) -> Any:
+    """The object a dotted-path setting names (a value that is not a string as it is);
+    ImportError naming the setting when it cannot be imported."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return import_string(value)
+    except ImportError as exc:
+        raise ImportError(f'HITL["{name}"] cannot be imported: {exc}') from exc
+
+
 class HitlSettings:
-    """Attribute access to HITL settings: `hitl_settings.LEASE_SECONDS`."""
+    """Attribute access to HITL settings: `hitl_settings.LEASE_SECONDS`; the classes that
+    IMPORT_STRINGS settings name, imported: `hitl_settings.ANSWER_POLICY`."""
 
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:
             raise AttributeError(f"unknown HITL setting {name!r}")
         value = getattr(settings, "HITL", {}).get(name, DEFAULTS[name])
+        if name in IMPORT_STRINGS:
+            value = perform_import(value, name)
         self.__dict__[name] = value
         return value
 
