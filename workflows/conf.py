@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds the API keeps an `Idempotency-Key` and the response it answered: a repeat
     # within that time gets the stored response instead of doing the work again.
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+    # Requests per client address to the API's token endpoint (username and password in
+    # exchange for a token), in DRF's rate format: what bounds password guessing.
+    "TOKEN_THROTTLE_RATE": "10/min",
     # Webhook deliveries: attempts per message (the first one included), the delay before
     # the first retry (doubling after each failure, capped at WEBHOOK_MAX_BACKOFF), and how
     # long one attempt may take.

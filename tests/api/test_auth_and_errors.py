@@ -45,6 +45,17 @@ def test_token_endpoint_exchanges_a_password_for_the_token(operator):
     assert error_of(refused)[:2] == (400, "invalid_request")
 
 
+def test_password_guesses_at_the_token_endpoint_are_throttled(operator, settings):
+    guess = {"username": operator.username, "password": "wrong"}
+    for _ in range(10):
+        assert APIClient().post("/api/token/", guess, format="json").status_code == 400
+    refused = APIClient().post("/api/token/", guess, format="json")
+    assert error_of(refused)[:2] == (429, "throttled")
+    assert int(refused["Retry-After"]) > 0
+    settings.HITL = {**settings.HITL, "TOKEN_THROTTLE_RATE": "100/min"}
+    assert APIClient().post("/api/token/", guess, format="json").status_code == 400
+
+
 def test_throttling_answers_429(api, monkeypatch):
     monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, "user", "2/minute")
     assert api.get("/api/workflows/").status_code == 200

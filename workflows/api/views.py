@@ -53,6 +53,7 @@ from .serializers import (
     StartSerializer,
     WorkflowSerializer,
 )
+from .throttling import TokenRateThrottle
 
 
 def reject_oversized(request: Request, limit: int) -> None:
@@ -375,6 +376,7 @@ class ObtainTokenView(ApiViewMixin, ObtainAuthToken):
     """Exchange a username and password for the caller's API token."""
 
     permission_classes = [AllowAny]
+    throttle_classes = [TokenRateThrottle]  # DRF's view has none: guesses would be unlimited
 
     @extend_schema(
         summary="Your API token, from your username and password",
