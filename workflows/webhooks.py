@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
@@ -153,6 +153,9 @@ def backoff(retries: int) -> float:
 
 
 def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dict[str, str]:
+    """The headers of a message signed at `at`, an aware UTC time: standardwebhooks signs
+    any time as if it were UTC, so a naive local one (timezone.now() with USE_TZ=False)
+    would sign another timestamp than the header's."""
     return {
         "Content-Type": "application/json",
         "User-Agent": "django-hitl-workflows",
@@ -162,18 +165,50 @@ def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dic
     }
 
 
+def secret_problem(secret: str) -> str:
+    """Why `secret` cannot sign a Standard Webhooks message; "" when it can."""
+    try:
+        signed_headers(secret, "msg_check", "{}", datetime.now(UTC))
+    except Exception as exc:  # whatever the library raises for it: bad base64, empty...
+        return f"this secret cannot sign webhooks ({type(exc).__name__}: {exc})"
+    return ""
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is the endpoint's answer, a failed attempt: following it would turn the
+    POST into a body-less GET, to whatever host the Location names."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
 def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int | None, str]:
     """POST once; the status code (None when there was no HTTP answer) and the error."""
     request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
     try:
         timeout = hitl_settings.WEBHOOK_TIMEOUT_SECONDS
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _opener.open(request, timeout=timeout) as response:
             return response.status, ""
     except urllib.error.HTTPError as exc:
         excerpt = exc.read(ERROR_EXCERPT).decode(errors="replace")
+        if 300 <= exc.code < 400:
+            excerpt = f"redirects are not followed (Location: {exc.headers.get('Location')})"
         return exc.code, f"HTTP {exc.code} {exc.reason}: {excerpt}".strip()
     except (OSError, ValueError) as exc:  # refused, timed out, bad URL
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
+    """Sign and POST the delivery once: the status code and the error, as _post."""
+    body = json.dumps(delivery.payload, separators=(",", ":"))
+    problem = secret_problem(delivery.endpoint.secret)
+    if problem:  # a failed attempt like any other: retried, resendable once it is fixed
+        return None, f"not sent: {problem}; set a new secret on the endpoint"
+    headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, datetime.now(UTC))
+    return _post(delivery.endpoint.url, body, headers)
 
 
 def deliver(delivery_id: Any) -> None:
@@ -182,10 +217,8 @@ def deliver(delivery_id: Any) -> None:
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
         return
-    body = json.dumps(delivery.payload, separators=(",", ":"))
-    headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, timezone.now())
     started = time.perf_counter()
-    status_code, error = _post(delivery.endpoint.url, body, headers)
+    status_code, error = _attempt(delivery)
     duration_ms = (time.perf_counter() - started) * 1000
     delivered = status_code is not None and 200 <= status_code < 300
     with transaction.atomic():
