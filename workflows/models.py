@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -271,10 +272,14 @@ def new_webhook_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
+# Deliveries are HTTP POSTs: URLField's default would also accept ftp:// and ftps://.
+webhook_url_validator = URLValidator(schemes=["http", "https"])
+
+
 class WebhookEndpoint(models.Model):
     """A URL that receives signed event notifications."""
 
-    url = models.URLField(max_length=2000)
+    url = models.URLField(max_length=2000, validators=[webhook_url_validator])
     secret = models.CharField(
         max_length=200,
         default=new_webhook_secret,

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F
@@ -42,6 +43,7 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    webhook_url_validator,
 )
 
 logger = logging.getLogger(__name__)
@@ -204,8 +206,15 @@ def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int | None, str
 def _attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """Sign and POST the delivery once: the status code and the error, as _post."""
     body = json.dumps(delivery.payload, separators=(",", ":"))
+    # Failed attempts like any other (retried, resendable once the endpoint is fixed). The
+    # URL is checked here too: rows made in code skip the model's validation, and urllib
+    # would also open file:// and ftp:// URLs.
+    try:
+        webhook_url_validator(delivery.endpoint.url)
+    except ValidationError:
+        return None, f"not sent: {delivery.endpoint.url!r} is not an http or https URL"
     problem = secret_problem(delivery.endpoint.secret)
-    if problem:  # a failed attempt like any other: retried, resendable once it is fixed
+    if problem:
         return None, f"not sent: {problem}; set a new secret on the endpoint"
     headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, datetime.now(UTC))
     return _post(delivery.endpoint.url, body, headers)

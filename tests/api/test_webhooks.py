@@ -129,6 +129,25 @@ def test_signatures_verify_without_time_zone_support():
     assert delivery.status == "delivered"
 
 
+def test_only_http_and_https_endpoints_are_accepted_or_sent_to(client, settings):
+    client.force_login(StaffFactory())
+    form = {"secret": WebhookEndpoint().secret, "events": "[]", "is_active": "on"}
+    for url in ("ftp://files.example.com/hooks", "file:///etc/passwd"):
+        page = client.post("/admin/workflows/webhookendpoint/add/", {**form, "url": url})
+        assert page.status_code == 200 and "Enter a valid URL." in page.content.decode(), url
+    assert not WebhookEndpoint.objects.exists()
+    added = {**form, "url": "https://hooks.example.com"}
+    assert client.post("/admin/workflows/webhookendpoint/add/", added).status_code == 302
+    assert WebhookEndpoint.objects.get().url == "https://hooks.example.com"
+    # A row made in code skips validation; its deliveries are refused, not sent.
+    WebhookEndpoint.objects.all().delete()
+    settings.HITL = {**settings.HITL, "WEBHOOK_MAX_ATTEMPTS": 1}
+    endpoint("file:///etc/passwd")
+    (delivery,) = webhooks.queue_event("invocation.finished", lambda: {})
+    (error,) = delivery.attempt_log.values_list("error", flat=True)
+    assert "is not an http or https URL" in error
+
+
 def test_backoff_doubles_and_is_capped(settings):
     settings.HITL = {
         **settings.HITL,
