@@ -49,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a process remembers that no webhook endpoint is active (no query per event
     # meanwhile); an endpoint added in another process gets events after at most this.
     "WEBHOOK_ENDPOINTS_CACHE_SECONDS": 5,
-    # Who may answer an interrupt (DESIGN 4.1): dotted path of a policy class with
+    # Who may answer an interrupt: dotted path of a policy class with
     # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
     # E-mail the assignees when an interrupt opens, with signed approve/reject links.

@@ -154,7 +154,7 @@ class Interrupt(models.Model):
     message = models.TextField(blank=True)
     payload = models.JSONField(null=True, blank=True)
     response_schema = models.JSONField(null=True, blank=True)
-    # Who answers (DESIGN 4.1): "user:<username>"/"group:<name>" strings; empty: anyone
+    # Who answers: "user:<username>"/"group:<name>" strings; empty: anyone
     # with the answer permission. `quorum` approvals answer; `four_eyes` bars the starter.
     assignees = models.JSONField(default=list, blank=True)
     quorum = models.PositiveSmallIntegerField(default=1)
@@ -209,7 +209,7 @@ class Interrupt(models.Model):
 
 
 class Decision(models.Model):
-    """One person's answer to an interrupt (DESIGN 4.1): immutable, one per person.
+    """One person's answer to an interrupt: immutable, one per person.
     Enough of them (the interrupt's quorum) become its FunctionResponse."""
 
     interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="decisions")

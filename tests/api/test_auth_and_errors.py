@@ -8,7 +8,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from workflows.api.exceptions import STATUS_BY_CODE
 from workflows.engine import errors as engine_errors
 
-from .conftest import error_of, snapshot
+from .conftest import error_of, pending, snapshot, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -147,3 +147,17 @@ def test_every_code_a_caller_can_cause_has_a_status():
     }
     unmapped = codes_below(engine_errors.WorkflowError) - set(STATUS_BY_CODE) - internal
     assert unmapped == set()
+
+
+def test_only_a_request_of_the_wrong_shape_lists_every_message_by_field(api):
+    shape = api.post("/api/function-responses/", {"function_responses": [{}]}, format="json")
+    assert error_of(shape)[:2] == (400, "invalid_request")
+    assert shape.json()["errors"]["function_responses"]["0"]["id"] == ["This field is required."]
+    question = pending(start())[0]
+    answer = api.post(
+        f"/api/interrupts/{question.id}/decisions/",
+        {"response": {"approved": "yes"}},
+        format="json",
+    )
+    assert error_of(answer) == (400, "invalid_response", "approved")
+    assert "errors" not in answer.json()

@@ -301,7 +301,7 @@ class InterruptViewSet(
         return InterruptDetailSerializer
 
     @extend_schema(
-        summary="Record your decision (DESIGN 4.1); the quorum turns decisions into the answer",
+        summary="Record your decision; once the quorum is met, the decisions are the answer",
         request=DecisionRequestSerializer,
         parameters=[IDEMPOTENCY_KEY],
         responses={202: DecisionSerializer, **errors(404, 409, *POST_ERRORS)},
