@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
+from .querysets import ANSWERED_STATUSES, OPEN_STATUSES, InvocationQuerySet
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
 INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
-OPEN_STATUSES = [NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.WAITING]
 
 
 class Session(models.Model):
@@ -60,6 +60,8 @@ class Invocation(models.Model):
     recovery_enqueued_at = models.DateTimeField(null=True, blank=True)
     # services.start(idempotency_key=...): a client's retry returns this invocation.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+
+    objects = InvocationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -198,9 +200,7 @@ class Interrupt(models.Model):
             models.Index(
                 fields=["invocation"],
                 name="hitl_interrupt_unconsumed",
-                condition=Q(
-                    consumed=False, status__in=[InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
-                ),
+                condition=Q(consumed=False, status__in=ANSWERED_STATUSES),
             ),
         ]
 
