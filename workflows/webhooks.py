@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F
@@ -43,6 +43,7 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    new_webhook_secret,
     webhook_url_validator,
 )
 
@@ -259,6 +260,31 @@ def resend(deliveries: Iterable[WebhookDelivery]) -> int:
         for pk in ids:
             transaction.on_commit(lambda pk=pk: _enqueue(pk))
     return len(ids)
+
+
+# --- endpoint secrets -----------------------------------------------------------------------
+# A secret signs every message: whoever reads it can forge them. Pages show it masked; the
+# one who sets or rotates it sees it once.
+
+CHANGE_ENDPOINT = "workflows.change_webhookendpoint"
+
+
+def masked_secret(secret: str) -> str:
+    """`whsec_…` and the last four characters (of a secret long enough to spare them)."""
+    prefix = "whsec_" if secret.startswith("whsec_") else ""
+    tail = secret[-4:] if len(secret) - len(prefix) >= 16 else ""
+    return f"{prefix}…{tail}"
+
+
+def rotate_webhook_secret(endpoint: WebhookEndpoint, *, actor: Any) -> str:
+    """Give the endpoint a new secret and return it (to show once to `actor`, who must hold
+    workflows.change_webhookendpoint; None: the system). Messages signed from now on use
+    it, retries of earlier ones included."""
+    if actor is not None and not actor.has_perm(CHANGE_ENDPOINT):
+        raise PermissionDenied(f"rotating a webhook secret needs {CHANGE_ENDPOINT}")
+    endpoint.secret = new_webhook_secret()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(secret=endpoint.secret)
+    return endpoint.secret
 
 
 # --- signal receivers -----------------------------------------------------------------------
