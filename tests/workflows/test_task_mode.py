@@ -32,7 +32,7 @@ def celery_conf(monkeypatch):
     conf.update(saved)
 
 
-def test_status_names_eager_mode_and_why():
+def test_status_names_eager_mode_and_why(celery_conf):
     periodic_jobs_ran()
     code, out, err = status()
     assert code == 0, err
