@@ -50,7 +50,9 @@ def _broker_phrase(broker: str) -> str:
 def task_mode(app: Any = None) -> TaskMode:
     """How Celery's current app (or `app`) runs tasks, read from its configuration."""
     if app is None:
-        from celery import current_app as app
+        from celery import current_app
+
+        app = current_app
     conf = app.conf
     broker = maybe_sanitize_url(conf.broker_url or "")  # the environment's URL wins, as in Celery
     eager = bool(conf.task_always_eager)

@@ -1,7 +1,10 @@
-"""Webhooks: endpoints are configuration, edited here; deliveries and their attempts are a
-read-only log, and "resend" goes through workflows.webhooks."""
+"""Webhooks: endpoints are configuration, edited here (their secrets masked and write-only);
+deliveries and their attempts are a read-only log. "Rotate the secret" and "resend" go
+through workflows.webhooks."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,6 +27,8 @@ class WebhookEndpointForm(forms.ModelForm):
         help_text="Standard Webhooks secret (whsec_ and base64) the receiver verifies with. "
         "Leave blank to keep the current one (a new endpoint gets a generated one, shown once).",
     )
+
+    generated_secret = False  # set by clean_secret: left blank on a new endpoint
 
     class Meta:
         model = WebhookEndpoint
@@ -49,7 +54,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     readonly_fields = ["current_secret"]
     actions = ["rotate_secret"]
 
-    def get_fields(self, request: HttpRequest, obj: WebhookEndpoint | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: WebhookEndpoint | None = None) -> list[Any]:
         fields = ["url", "secret", "events", "is_active", "description"]
         if obj is None:
             return fields
@@ -62,7 +67,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
         return webhooks.masked_secret(obj.secret)
 
     def save_model(
-        self, request: HttpRequest, obj: WebhookEndpoint, form: forms.ModelForm, change: bool
+        self, request: HttpRequest, obj: WebhookEndpoint, form: WebhookEndpointForm, change: bool
     ) -> None:
         super().save_model(request, obj, form, change)
         if form.generated_secret:
