@@ -2,7 +2,7 @@
 each item opens a decision page with a form built from its response_schema.
 
 Seeing the inbox takes `workflows.answer_interrupt`; which items show is the answer
-policy's queryset counterpart (DESIGN 4.1). Every change goes through workflows.services.
+policy's queryset counterpart. Every change goes through workflows.services.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds the API keeps an `Idempotency-Key` and the response it answered: a repeat
     # within that time gets the stored response instead of doing the work again.
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+    # Requests per client address to the API's token endpoint (username and password in
+    # exchange for a token), in DRF's rate format: what bounds password guessing.
+    "TOKEN_THROTTLE_RATE": "10/min",
     # Webhook deliveries: attempts per message (the first one included), the delay before
     # the first retry (doubling after each failure, capped at WEBHOOK_MAX_BACKOFF), and how
     # long one attempt may take.
@@ -47,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a process remembers that no webhook endpoint is active (no query per event
     # meanwhile); an endpoint added in another process gets events after at most this.
     "WEBHOOK_ENDPOINTS_CACHE_SECONDS": 5,
-    # Who may answer an interrupt (DESIGN 4.1): dotted path of a policy class with
+    # Who may answer an interrupt: dotted path of a policy class with
     # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
     # E-mail the assignees when an interrupt opens, with signed approve/reject links.

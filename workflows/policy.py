@@ -1,4 +1,4 @@
-"""Who may answer an interrupt (DESIGN 4.1): one rule for the admin inbox, the API and the
+"""Who may answer an interrupt: one rule for the admin inbox, the API and the
 e-mail links.
 
 The rule lives in a policy class with two faces: `can_answer(user, interrupt)` for one
