@@ -18,6 +18,7 @@ from workflows import services
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus
 from workflows.models import Interrupt
+from workflows.policy import answer_policy
 
 from . import display
 from .forms import ApprovalForm
@@ -41,7 +42,7 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
         return _page(request, 400, problem="This link is not valid.")
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("admin:login"))
-    if request.user.pk != link.user_id:
+    if not link.is_for(request.user):
         problem = (
             f"This link was sent to someone else, and you are logged in as "
             f"{request.user.get_username()}. Log out, open the link again and log in as the "
@@ -51,6 +52,10 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id).first()
     if interrupt is None:
         return _page(request, 404, problem="This question no longer exists.")
+    # Asked again on every visit: the question may have been reassigned since the mail.
+    refusal = answer_policy().refusal(request.user, interrupt)
+    if refusal:
+        return _page(request, 403, problem=f"You may not answer this question now: {refusal}.")
     approve = link.decision == ApprovalForm.APPROVE
     data = {**request.POST.dict(), "decision": link.decision} if request.method == "POST" else None
     form = ApprovalForm(interrupt.response_schema, data)
