@@ -303,6 +303,15 @@ def one_property(name: str, schema: dict, required: bool = True) -> dict:
             {"address": {"city": "Oslo"}},
         ),
         (
+            {
+                **one_property("cost__center", {"type": "string"}),
+                "additionalProperties": False,
+            },
+            ['name="cost__center"'],
+            {"cost__center": "R&D"},
+            {"cost__center": "R&D"},
+        ),
+        (
             one_property("tags", {"type": "array", "items": {"enum": ["red", "blue"]}}),
             ['type="checkbox" name="tags" value="&quot;red&quot;"'],
             {"tags": ['"red"', '"blue"']},
