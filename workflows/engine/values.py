@@ -95,6 +95,44 @@ def to_json_value(value: Any, what: str, max_bytes: int | None = None) -> Any:
     return json.loads(encode(value, what, max_bytes))
 
 
+def _number(value: decimal.Decimal) -> int | float:
+    if value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    return float(value)  # NaN and Infinity stay what they are, and are refused as such
+
+
+def decimals_as_numbers(value: Any) -> Any:
+    """`value` with every Decimal in it made an int or a float: an answer from a form's
+    DecimalField is a number (stored, a Decimal would become its string). Containers are
+    copied, the caller's value is left as it is, and tuples become lists as they are
+    stored. Walked without recursion: a value nested too deeply is refused later, by its
+    encoding, with that reason."""
+    if isinstance(value, decimal.Decimal):
+        return _number(value)
+    if not isinstance(value, dict | list | tuple):
+        return value
+    copies: dict[int, Any] = {}
+
+    def copy(container: Any) -> Any:
+        if id(container) not in copies:  # a shared or circular container is copied once
+            kind = dict if isinstance(container, dict) else list
+            copies[id(container)] = kind(container)
+            pending.append(copies[id(container)])
+        return copies[id(container)]
+
+    pending: list[Any] = []
+    root = copy(value)
+    while pending:
+        container = pending.pop()
+        slots = container.items() if isinstance(container, dict) else enumerate(container)
+        for slot, item in list(slots):
+            if isinstance(item, decimal.Decimal):
+                container[slot] = _number(item)
+            elif isinstance(item, dict | list | tuple):
+                container[slot] = copy(item)
+    return root
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
