@@ -38,6 +38,7 @@ from workflows.registry import registry
 
 from . import display
 from .forms import ApprovalForm, form_for, is_approval
+from .loading import readable_row, readable_rows
 from .models import PendingApproval, inbox
 
 
@@ -193,11 +194,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        interrupt = (
-            Interrupt.objects.select_related("invocation", "claimed_by")
-            .filter(pk=unquote(object_id))
-            .first()
-        )
+        chosen = Interrupt.objects.select_related("invocation", "claimed_by")
+        interrupt = readable_row(chosen.filter(pk=unquote(object_id)))
         if interrupt is None:
             raise Http404(f"no interrupt {unquote(object_id)!r}")
         may_answer = answer_policy().can_answer(request.user, interrupt)
@@ -301,9 +299,11 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, interrupt: Interrupt, form: Any
     ) -> dict[str, Any]:
         invocation = interrupt.invocation
-        upstream = NodeRun.objects.filter(
-            invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
-        ).exclude(parent_path="")
+        upstream = readable_rows(
+            NodeRun.objects.filter(
+                invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
+            ).exclude(parent_path="")
+        )
         return {
             "title": interrupt.message or f"Interrupt {interrupt.pk}",
             "opts": self.model._meta,
@@ -312,7 +312,10 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "payload": display.render_value(interrupt.payload),
             "invocation_input": display.render_value(invocation.input),
             "upstream": [(run.path, display.render_value(run.output)) for run in upstream],
-            "decisions": interrupt.decisions.select_related("actor"),
+            "decisions": [
+                (decision, display.answer_cell(decision.response))
+                for decision in readable_rows(interrupt.decisions.select_related("actor"))
+            ],
             "form": form,
             "is_approval": isinstance(form, ApprovalForm),
             "media": self.media + form.media if form is not None else self.media,

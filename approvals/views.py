@@ -23,6 +23,7 @@ from workflows.policy import answer_policy
 from . import display
 from .forms import ApprovalForm
 from .links import read_token
+from .loading import readable_row
 
 TEMPLATE = "approvals/email_decision.html"
 
@@ -49,7 +50,8 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
             "person it was sent to."
         )
         return _page(request, 403, problem=problem)
-    interrupt = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id).first()
+    chosen = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id)
+    interrupt = readable_row(chosen)
     if interrupt is None:
         return _page(request, 404, problem="This question no longer exists.")
     # Asked again on every visit: the question may have been reassigned since the mail.

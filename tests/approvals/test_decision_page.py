@@ -6,7 +6,10 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db import connection
+from django.db.models.expressions import RawSQL
 
+from approvals.links import DecisionLink, make_token
 from tests.approvals.conftest import INBOX, decision_url
 from tests.asking import APPROVAL, ask
 from tests.factories import ApproverFactory, UserFactory, grant_answer
@@ -371,3 +374,68 @@ def test_the_decisions_list_says_what_was_asked_and_answered_in_words(login, app
     decision = Decision.objects.get(interrupt=second)
     page = client.get(f"/admin/workflows/decision/{decision.pk}/change/").content.decode()
     assert "approved: no" in page and "too dear" in page and "Close" in page
+
+
+def store_json_text(model, pk, column: str, text: str) -> None:
+    """Write JSON text as it is: deeper than Django's JSON encoding (it recurses) goes."""
+    cast = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+    model.objects.filter(pk=pk).update(**{column: RawSQL(cast, [text])})
+
+
+@pytest.mark.parametrize("levels", [200, 1000])
+def test_deeply_nested_values_show_folded_never_a_server_error(login, approver, levels):
+    interrupt = ask(message="Deep?", timeout=timedelta(hours=1))
+    deep = '{"a": ' * levels + "1" + "}" * levels
+    store_json_text(Interrupt, interrupt.pk, "payload", deep)
+    store_json_text(Interrupt, interrupt.pk, "on_timeout", f'{{"response": {deep}}}')
+    store_json_text(Invocation, interrupt.invocation_id, "input", deep)
+    client = login(grant_answer(approver, "view_decision"))
+    page = client.get(decision_url(interrupt))
+    assert page.status_code == 200
+    html = page.content.decode()
+    if levels == 200:  # folded 20 levels down, the rest as one line of JSON, cut short
+        shown = re.findall(r'<code class="hitl-deep">([^<]*)</code>', html)
+        assert len(shown) == 2  # the payload and the invocation's input
+        assert shown[0].startswith("{&quot;a&quot;: {&quot;a&quot;: ") and shown[0].endswith("…")
+    else:  # too deep to decode at all: a note in each place
+        assert html.count("(nested too deeply to show)") == 3
+    link = client.get(
+        f"/approvals/email/{make_token(DecisionLink(interrupt.pk, approver.pk, 'approve'))}/"
+    )
+    assert link.status_code == 200
+
+
+def test_a_deeply_nested_answer_shows_in_the_decisions_lists(login, approver):
+    interrupt = ask(response_schema={"type": "object"}, quorum=1)
+    deep: dict = {"a": 1}
+    for _ in range(300):
+        deep = {"a": deep}
+    Interrupt.objects.filter(pk=interrupt.pk).update(status=InterruptStatus.RESOLVED)
+    Decision.objects.create(interrupt=interrupt, actor=approver, response=deep)
+    client = login(grant_answer(approver, "view_decision"))
+    assert client.get(decision_url(interrupt)).status_code == 200
+    listed = client.get("/admin/workflows/decision/")
+    assert listed.status_code == 200 and "a: a: a: a:" in listed.content.decode()
+
+
+def test_a_structured_answer_reads_as_fields_in_the_decisions_table(login, approver):
+    schema = {
+        "type": "object",
+        "properties": {"grade": {"enum": ["A", "B"]}, "notes": {"type": "array"}},
+    }
+    graded = ask(message="Grade it", response_schema=schema)
+    services.decide(graded.pk, {"grade": "B", "notes": ["late", "tidy"]}, actor=approver)
+    approved = ask(
+        message="Approve it",
+        response_schema={**APPROVAL, "properties": {**APPROVAL["properties"], "n": {}}},
+    )
+    services.decide(approved.pk, {"approved": False, "n": 3, "comment": "no"}, actor=approver)
+    client = login(approver)
+    page = client.get(decision_url(graded)).content.decode()
+    table = page[page.index('<table class="hitl-decisions">') :]
+    assert "<tr><th>grade</th><td>B</td></tr>" in table
+    assert "<li>late</li><li>tidy</li>" in table
+    assert "{&#x27;grade&#x27;" not in page and "{'grade'" not in page  # no Python dict
+    page = client.get(decision_url(approved)).content.decode()
+    table = page[page.index('<table class="hitl-decisions">') :]
+    assert "<td>rejected<table" in table and "<tr><th>n</th><td>3</td></tr>" in table
