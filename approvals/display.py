@@ -14,7 +14,11 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
 from workflows.engine.errors import ResponseValidationError
+from workflows.engine.values import in_key_order
+from workflows.models import Interrupt
 
+# The JSON columns of an interrupt that people read in the order the workflow gave.
+ORDERED_COLUMNS = ("payload", "response_schema", "on_timeout")
 # Values nested deeper than this show as one line of JSON cut to FOLDED_CHARS: a page
 # never recurses as deep as a value may go.
 MAX_DEPTH = 20
@@ -153,6 +157,20 @@ def answer_cell(response: Any) -> SafeString:
     rest = {k: v for k, v in response.items() if k not in ("approved", "comment")}
     word = "approved" if approved else "rejected"
     return format_html("{}{}", word, render_value(rest) if rest else "")
+
+
+def in_declared_order(interrupt: Interrupt) -> Interrupt:
+    """`interrupt` with the objects in its payload, response_schema and on_timeout in the
+    key order the workflow declared, for the fields, tables and texts made of them.
+    PostgreSQL's jsonb re-sorts object keys; `key_order` holds `{column:
+    workflows.engine.values.key_order(value)}` written beside them (a row without it
+    keeps the stored order). Columns left out of the query stay unloaded."""
+    orders = getattr(interrupt, "key_order", None) or {}
+    deferred = interrupt.get_deferred_fields()
+    for column in ORDERED_COLUMNS:
+        if column in orders and column not in deferred:
+            setattr(interrupt, column, in_key_order(getattr(interrupt, column), orders[column]))
+    return interrupt
 
 
 def waited(since: datetime) -> str:

@@ -58,6 +58,7 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     refusal = answer_policy().refusal(request.user, interrupt)
     if refusal:
         return _page(request, 403, problem=f"You may not answer this question now: {refusal}.")
+    display.in_declared_order(interrupt)
     approve = link.decision == ApprovalForm.APPROVE
     data = {**request.POST.dict(), "decision": link.decision} if request.method == "POST" else None
     form = ApprovalForm(interrupt.response_schema, data)

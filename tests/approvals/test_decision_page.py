@@ -15,6 +15,7 @@ from tests.asking import APPROVAL, ask
 from tests.factories import ApproverFactory, UserFactory, grant_answer
 from workflows import services
 from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.engine.values import key_order
 from workflows.models import Decision, Interrupt, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -439,3 +440,60 @@ def test_a_structured_answer_reads_as_fields_in_the_decisions_table(login, appro
     page = client.get(decision_url(approved)).content.decode()
     table = page[page.index('<table class="hitl-decisions">') :]
     assert "<td>rejected<table" in table and "<tr><th>n</th><td>3</td></tr>" in table
+
+
+def test_fields_payload_and_timeout_text_keep_the_declared_order(login, approver, monkeypatch):
+    # PostgreSQL's jsonb gives these back sorted by length: po, amount, cost_centre, ...
+    schema = {
+        "type": "object",
+        "properties": {
+            "vendor_name": {"type": "string"},
+            "amount": {"type": "number"},
+            "po": {"type": "string"},
+            "cost_centre": {"type": "string"},
+            "address": {
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            },
+        },
+    }
+    payload = {"requested_by": "Grace", "budget_eur": 4200, "dates": {"to": "3", "from": "1"}}
+    on_timeout = {"vendor_name": "none", "amount": 0}
+    interrupt = ask(
+        message="Order it",
+        response_schema=schema,
+        payload=payload,
+        timeout=timedelta(hours=1),
+        on_timeout=on_timeout,
+    )
+    stored = Interrupt.objects.get(pk=interrupt.pk)
+    # The order the store keeps beside the values; the model has no such column yet, so
+    # the test gives every interrupt this one.
+    orders = {
+        "payload": key_order(payload),
+        "response_schema": key_order(schema),
+        "on_timeout": key_order(stored.on_timeout | {"response": on_timeout}),
+    }
+    monkeypatch.setattr(Interrupt, "key_order", orders, raising=False)
+    response = login(approver).get(decision_url(interrupt))
+    fields = list(response.context["form"].fields)
+    assert fields == [
+        "vendor_name",
+        "amount",
+        "po",
+        "cost_centre",
+        "address__street",
+        "address__city",
+    ]
+    page = response.content.decode()
+    details = page[page.index('<div class="hitl-payload">') :]
+    assert re.findall(r"<th>(\w+)</th>", details)[:5] == [
+        "requested_by",
+        "budget_eur",
+        "dates",
+        "to",
+        "from",
+    ]
+    assert "when overdue: answered with “vendor_name: none, amount: 0”" in page
+    inbox = login(approver).get(INBOX).content.decode()
+    assert "answered with “vendor_name: none, amount: 0”" in inbox

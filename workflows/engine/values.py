@@ -133,6 +133,67 @@ def decimals_as_numbers(value: Any) -> Any:
     return root
 
 
+def key_order(value: Any) -> list[list[Any]]:
+    """The order of the keys of every object in `value` with two keys or more, as
+    `[[path, [key, ...]], ...]` (a path lists the keys and indexes leading to the object):
+    what a store keeps beside a value where the database re-sorts object keys
+    (PostgreSQL's jsonb does; arrays keep their order). Walked without recursion."""
+    order: list[list[Any]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            if len(item) > 1:
+                order.append([list(path), list(item)])
+            children = list(item.items())
+        elif isinstance(item, list):
+            children = list(enumerate(item))
+        else:
+            continue
+        stack.extend(((*path, slot), child) for slot, child in reversed(children))
+    return order
+
+
+def _holds(container: Any, step: Any) -> bool:
+    if isinstance(container, dict):
+        return isinstance(step, str) and step in container
+    if isinstance(container, list):
+        return type(step) is int and 0 <= step < len(container)
+    return False
+
+
+def in_key_order(value: Any, order: list[list[Any]] | None) -> Any:
+    """`value` with its objects' keys in the order `order` (from key_order) gives; keys
+    it does not name follow, and a path that leads nowhere in `value` is passed over.
+    The objects and arrays on the way are copied: `value` itself is left as it is."""
+    if not order:
+        return value
+    root, owned = [value], set()
+
+    def own(parent: Any, slot: Any) -> Any:
+        item = parent[slot]
+        if id(item) not in owned:
+            item = dict(item) if isinstance(item, dict) else list(item)
+            parent[slot] = item
+            owned.add(id(item))
+        return item
+
+    for path, keys in order:
+        parent, slot = root, 0
+        for step in path:
+            if not _holds(parent[slot], step):
+                break
+            parent, slot = own(parent, slot), step
+        else:
+            target = parent[slot]
+            if isinstance(target, dict):
+                ordered = {k: target[k] for k in keys if isinstance(k, str) and k in target}
+                ordered.update(target)  # the keys not named, after the others
+                parent[slot] = ordered
+                owned.add(id(ordered))
+    return root[0]
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
