@@ -1,4 +1,5 @@
-"""JSON values as people read them: tables of fields, nested values folded, never raw JSON."""
+"""JSON values as people read them: tables of fields, nested values folded (JSON text only
+past MAX_DEPTH levels), and the short texts of list cells."""
 
 from __future__ import annotations
 
