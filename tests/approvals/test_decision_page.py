@@ -14,9 +14,11 @@ from tests.approvals.conftest import INBOX, decision_url
 from tests.asking import APPROVAL, ask
 from tests.factories import ApproverFactory, UserFactory, grant_answer
 from workflows import services
+from workflows.engine import RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import key_order
 from workflows.models import Decision, Interrupt, Invocation
+from workflows.registry import registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -442,37 +444,50 @@ def test_a_structured_answer_reads_as_fields_in_the_decisions_table(login, appro
     assert "<td>rejected<table" in table and "<tr><th>n</th><td>3</td></tr>" in table
 
 
-def test_fields_payload_and_timeout_text_keep_the_declared_order(login, approver, monkeypatch):
-    # PostgreSQL's jsonb gives these back sorted by length: po, amount, cost_centre, ...
-    schema = {
-        "type": "object",
-        "properties": {
-            "vendor_name": {"type": "string"},
-            "amount": {"type": "number"},
-            "po": {"type": "string"},
-            "cost_centre": {"type": "string"},
-            "address": {
-                "type": "object",
-                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
-            },
+# Declared in a node's code: a value that comes through the invocation's input is
+# already re-sorted by PostgreSQL's jsonb when the node reads it.
+ORDERED_SCHEMA = {
+    "type": "object",
+    "properties": {  # jsonb gives them back by length: po, amount, cost_centre, ...
+        "vendor_name": {"type": "string"},
+        "amount": {"type": "number"},
+        "po": {"type": "string"},
+        "cost_centre": {"type": "string"},
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         },
-    }
-    payload = {"requested_by": "Grace", "budget_eur": 4200, "dates": {"to": "3", "from": "1"}}
-    on_timeout = {"vendor_name": "none", "amount": 0}
-    interrupt = ask(
+    },
+}
+ORDERED_PAYLOAD = {"requested_by": "Grace", "budget_eur": 4200, "dates": {"to": "3", "from": "1"}}
+ORDERED_ON_TIMEOUT = {"vendor_name": "none", "amount": 0}
+
+
+@node(name="ordered_question")
+def ordered_question() -> RequestInput:
+    return RequestInput(
         message="Order it",
-        response_schema=schema,
-        payload=payload,
+        response_schema=ORDERED_SCHEMA,
+        payload=ORDERED_PAYLOAD,
         timeout=timedelta(hours=1),
-        on_timeout=on_timeout,
+        on_timeout=ORDERED_ON_TIMEOUT,
     )
-    stored = Interrupt.objects.get(pk=interrupt.pk)
+
+
+ORDERED = "hitl_test_declared_order"
+if ORDERED not in {d.name for d in registry.definitions()}:
+    registry.register(Workflow(name=ORDERED, edges=[("START", ordered_question)]))
+
+
+def test_fields_payload_and_timeout_text_keep_the_declared_order(login, approver, monkeypatch):
+    invocation = services.start(ORDERED, {})
+    interrupt = Interrupt.objects.get(invocation=invocation)
     # The order the store keeps beside the values; the model has no such column yet, so
     # the test gives every interrupt this one.
     orders = {
-        "payload": key_order(payload),
-        "response_schema": key_order(schema),
-        "on_timeout": key_order(stored.on_timeout | {"response": on_timeout}),
+        "payload": key_order(ORDERED_PAYLOAD),
+        "response_schema": key_order(ORDERED_SCHEMA),
+        "on_timeout": key_order({**interrupt.on_timeout, "response": ORDERED_ON_TIMEOUT}),
     }
     monkeypatch.setattr(Interrupt, "key_order", orders, raising=False)
     response = login(approver).get(decision_url(interrupt))
