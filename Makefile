@@ -25,11 +25,13 @@ test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest
 
 lint: venv
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 
 format: venv
 	$(PYTHON) -m ruff check --fix .
@@ -56,6 +58,6 @@ bench-compare:
 
 # Also resets the demo: its SQLite database goes (the next `make demo` seeds a fresh one).
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
