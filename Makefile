@@ -3,7 +3,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: venv demo test lint format bench bench-compare clean
+.PHONY: venv demo test lint format screenshots bench bench-compare bench-profile clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,11 @@ lint: venv
 format: venv
 	$(PYTHON) -m ruff check --fix .
 	$(PYTHON) -m ruff format .
+
+# The pictures in docs/img (inbox, decision page, monitor, workflow graph), taken from the
+# demo project on a throwaway database; needs Chromium (CHROMIUM=... if not on the PATH).
+screenshots: venv
+	$(PYTHON) docs/screenshots.py
 
 bench: venv
 	@for script in bench/engine_overhead.py bench/durable_overhead.py bench/inbox_list.py; do \
