@@ -42,15 +42,10 @@ format: venv
 screenshots: venv
 	$(PYTHON) docs/screenshots.py
 
+# The engine alone, and the inbox on a large table (PostgreSQL); bench/README.md.
 bench: venv
-	@for script in bench/engine_overhead.py bench/durable_overhead.py bench/inbox_list.py; do \
-		if [ -f $$script ]; then \
-			echo "== $$script"; \
-			$(PYTHON) $$script || exit $$?; \
-		else \
-			echo "== $$script: not present, skipped"; \
-		fi; \
-	done
+	$(PYTHON) bench/engine_overhead.py
+	$(PYTHON) bench/inbox_list.py
 
 # This project beside LangGraph and Google ADK (benchmark-only dependencies, in a virtualenv
 # of their own), then the scale runs; rewrites the tables of docs/performance.md and its plots.
@@ -60,6 +55,11 @@ bench-compare:
 	$(BENCH_VENV)/bin/python -m pip install -q -r bench/compare/requirements.txt -e .
 	$(BENCH_VENV)/bin/python -m bench.compare.run --write-docs
 	$(BENCH_VENV)/bin/python -m bench.compare.scale --write-docs
+
+# Where this project's time goes on SQLite and PostgreSQL: cProfile, the store's share,
+# the SQL of a node transition and of a resume (needs only the project's virtualenv).
+bench-profile: venv
+	$(PYTHON) -m bench.compare.profile
 
 # Also resets the demo: its SQLite database goes (the next `make demo` seeds a fresh one).
 clean:
