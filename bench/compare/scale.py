@@ -423,13 +423,14 @@ def main() -> int:
     final = RESULTS / f"scale-{stamp}.json"
     final.write_text(json.dumps(results, indent=1))
     from bench.compare.report import write_section
-    from bench.compare.scale_report import scale_tables
+    from bench.compare.scale_report import plot_throughput, scale_tables
 
     tables = scale_tables(results)
     print(tables)
     print(f"results: {final}")
     if args.write_docs:
         write_section("scale", tables)
+        plot_throughput(results)
     return 0
 
 
