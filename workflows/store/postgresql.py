@@ -1,8 +1,10 @@
 """The store on PostgreSQL (psycopg 3): what differs from the portable dialect.
 
-Fewer round trips: a node-run transition is one statement, the execution read is one, and
-statements that go together are pipelined (psycopg's pipeline mode: one round trip, the
-server runs them in order, each as if sent alone). docs/performance.md gives the figures."""
+Fewer round trips: a node-run transition is one statement (one round trip instead of
+five), the execution read is one, and statements that go together are pipelined
+(psycopg's pipeline mode: one round trip, the server runs them in order, each as if sent
+alone). A round trip costs 0.15-0.2 ms on the benchmark machine (docs/performance.md,
+"The store's choices, measured")."""
 
 from __future__ import annotations
 
@@ -75,9 +77,10 @@ class PostgreSQLDialect(Dialect):
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[Any]:
-        """psycopg's own cursor (Django's wrapper costs more than a short statement's
-        work), with server-side binding: values travel apart from the statement, nothing
-        is quoted into its text, and the server parses a short statement. With
+        """psycopg's own cursor (through Django's a node transition takes about 200,000
+        more instructions: docs/performance.md), with server-side binding: values travel
+        apart from the statement, nothing is quoted into its text, and the server parses a
+        short statement. With
         HITL["POSTGRES_PREPARED_STATEMENTS"] each statement is also prepared once per
         connection (the server parses and plans it once). Errors raised as Django's."""
         raw_connection = self.raw_connection()
