@@ -58,6 +58,8 @@ DIALECTS = {
 
 
 def dialect_for(using: str) -> Dialect:
+    """The dialect of the database alias `using` (imported when first needed: psycopg is
+    an optional dependency)."""
     path = DIALECTS.get(connections[using].vendor)
     return import_string(path)(using) if path else Dialect(using)
 
