@@ -51,6 +51,7 @@ from .engine.state import (
 )
 from .engine.status import InterruptStatus, NodeStatus
 from .models import OPEN_STATUSES, Interrupt, Invocation, NodeRun, Session, SessionEvent
+from .policy import unreachable_quorum
 
 ANSWERED = [InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
 INVOCATIONS = Invocation._meta.db_table
@@ -543,6 +544,24 @@ class DjangoStore:
             lock=lock,
         )
         return {record.id: record for record in map(interrupt_record, rows)}
+
+    def check_assignees_sync(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        """ValueError when the users a request's groups and named users hold cannot give its
+        quorum (the engine counts a list of users alone itself)."""
+        grouped = [r for r in requests if any(a.startswith("group:") for a in r.assignees)]
+        if not grouped:
+            return
+        starter = (
+            Invocation.objects.using(self.using)
+            .filter(pk=invocation_id)
+            .values_list("started_by_id", flat=True)
+            .first()
+        )
+        for request in grouped:
+            excluded = [starter] if request.four_eyes else []
+            problem = unreachable_quorum(request.assignees, request.quorum, excluded=excluded)
+            if problem:
+                raise ValueError(f"interrupt {request.interrupt_id!r}: {problem}")
 
     def load_events_sync(self, invocation_id: str) -> list[Event]:
         rows = self._select(
@@ -1053,6 +1072,9 @@ class DjangoStore:
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await self._call(self.load_events_sync, invocation_id)
+
+    async def check_assignees(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        await self._call(self.check_assignees_sync, invocation_id, requests)
 
     async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
         return await self._call(self.load_outputs_sync, invocation_id, parent_path)

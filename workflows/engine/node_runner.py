@@ -281,7 +281,8 @@ class NodeRunner:
         ctx.interrupt_ids.add(request.interrupt_id)
 
     async def _check_new_interrupts(self, ctx: Context) -> None:
-        """Fail the run on an id another node run holds; keep re-raised pending ids."""
+        """Fail the run on an id another node run holds, or on a quorum the store says its
+        assignees cannot reach; keep re-raised pending ids."""
         execution = ctx._execution
         fresh: list[RequestInput] = []
         unknown: list[str] = []
@@ -298,6 +299,10 @@ class NodeRunner:
             existing = await execution.store.load_interrupts(unknown)
             for interrupt_id, held in existing.items():
                 raise DuplicateInterruptError(interrupt_id, f"{held.path} of {held.invocation_id}")
+        check_assignees = getattr(execution.store, "check_assignees", None)
+        quorums = [r for r in fresh if r.quorum > 1 and r.assignees]
+        if quorums and check_assignees is not None:
+            await check_assignees(execution.invocation.id, quorums)
         ctx.requests = fresh
 
     def _record_outcome(self, ctx: Context) -> None:

@@ -62,6 +62,11 @@ class Store(Protocol):
     # async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
     #     """Extend owner's lease; False when lost, None when it cannot tell now."""
 
+    # Optional: a store that knows who the assignees are (a group's members) refuses, as
+    # the asking node's failure, a question whose quorum they cannot reach.
+    # async def check_assignees(self, invocation_id: str, requests: list[RequestInput]) -> None:
+    #     """Raise ValueError naming the first request whose quorum is out of reach."""
+
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
         answers no pass has seen (they arrived while this run held the lease)."""
