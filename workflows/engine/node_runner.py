@@ -299,9 +299,9 @@ class NodeRunner:
             existing = await execution.store.load_interrupts(unknown)
             for interrupt_id, held in existing.items():
                 raise DuplicateInterruptError(interrupt_id, f"{held.path} of {held.invocation_id}")
-        check_assignees = getattr(execution.store, "check_assignees", None)
         quorums = [r for r in fresh if r.quorum > 1 and r.assignees]
-        if quorums and check_assignees is not None:
+        check_assignees = getattr(execution.store, "check_assignees", None) if quorums else None
+        if check_assignees is not None:
             await check_assignees(execution.invocation.id, quorums)
         ctx.requests = fresh
 
