@@ -25,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.checks import Error, register
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.utils.module_loading import import_string
 
@@ -46,6 +47,14 @@ def person_refusal(user: Any) -> str:
     if not user.is_active:
         return f"{user.get_username()} is inactive and may change nothing"
     return ""
+
+
+def require_person(actor: Any) -> None:
+    """Only None is the system; any user object is a person, and an anonymous or inactive
+    one may change nothing: PermissionDenied (the services ask before looking anything up)."""
+    refused = "" if actor is None else person_refusal(actor)
+    if refused:
+        raise PermissionDenied(refused)
 
 
 def assignee_names(user: Any) -> list[str]:
@@ -168,6 +177,18 @@ class InvocationControlPolicy:
             f"{user.get_username()} did not start invocation {invocation.pk} and lacks "
             f"the permission {permission}"
         )
+
+
+def require_control(actor: Any, permission: str, invocation: Invocation | Any) -> None:
+    """PermissionDenied unless `actor` may cancel or retry `invocation` (the model or its
+    id; `permission` says which). None, the system, always may."""
+    if actor is None:
+        return
+    if not isinstance(invocation, Invocation):
+        invocation = Invocation.objects.get(pk=invocation)
+    refused = control_refusal(actor, permission, invocation)
+    if refused:
+        raise PermissionDenied(refused)
 
 
 def control_refusal(user: Any, permission: str, invocation: Invocation) -> str:

@@ -43,8 +43,8 @@ from .policy import (
     RETRY_PERMISSION,
     answer_policy,
     can_reassign,
-    control_refusal,
-    person_refusal,
+    require_control,
+    require_person,
 )
 from .registry import registry
 from .signals import decision_recorded
@@ -67,18 +67,9 @@ __all__ = [
 ]
 
 
-def _require_person(actor: Any) -> None:
-    """Only None is the system; any user object is a person, and an anonymous or inactive
-    one may change nothing (PermissionDenied, before anything is looked up)."""
-    if actor is not None:
-        refused = person_refusal(actor)
-        if refused:
-            raise PermissionDenied(refused)
-
-
 def _actor_id(actor: Any) -> Any:
     """The user id a write records: None for the system, else an active user's pk."""
-    _require_person(actor)
+    require_person(actor)
     return None if actor is None else actor.pk
 
 
@@ -98,7 +89,7 @@ def start(
     PayloadTooLargeError) and stores nothing. `user` None: the system starts it; an
     anonymous or inactive user raises PermissionDenied.
     """
-    _require_person(user)
+    require_person(user)
     definition = registry.get(workflow_name)
     node_input = checked_input(node_input, hitl_settings.MAX_VALUE_BYTES)
     if idempotency_key is not None:
@@ -157,7 +148,7 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
     answer is a success that changes nothing.
     """
-    _require_person(actor)
+    require_person(actor)
     responses = function_response_list(responses)
     invocation_id = _accept(responses, actor)
     return _invocation(invocation_id)
@@ -222,10 +213,10 @@ def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     checkpoint, the invocation ends CANCELLED. A person needs
     `actor.has_perm("workflows.cancel_invocation", invocation)` (the model permission, or
     having started it), else PermissionDenied."""
-    _require_person(actor)
+    require_person(actor)
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
-    _require_control(actor, CANCEL_PERMISSION, invocation, checkpoint.invocation.id)
+    require_control(actor, CANCEL_PERMISSION, invocation)
     db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
     return _invocation(checkpoint.invocation.id)
 
@@ -235,10 +226,10 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     """Re-drive a FAILED invocation: its failed node runs re-run, completed ones do not. A
     person needs `actor.has_perm("workflows.retry_invocation", invocation)` (the model
     permission, or having started it), else PermissionDenied."""
-    _require_person(actor)
+    require_person(actor)
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
-    _require_control(actor, RETRY_PERMISSION, invocation, checkpoint.invocation.id)
+    require_control(actor, RETRY_PERMISSION, invocation)
     db.commit_sync(retry_batch(checkpoint))
     Invocation.objects.filter(pk=checkpoint.invocation.id).update(
         finished_at=None, unfinished_deliveries=0
@@ -247,24 +238,12 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     return _invocation(checkpoint.invocation.id)
 
 
-def _require_control(actor: Any, permission: str, given: Any, invocation_id: str) -> None:
-    """The one cancel and retry rule, for a person (`given`: the model or its id)."""
-    if actor is None:
-        return
-    invocation = (
-        given if isinstance(given, Invocation) else Invocation.objects.get(pk=invocation_id)
-    )
-    refused = control_refusal(actor, permission, invocation)
-    if refused:
-        raise PermissionDenied(refused)
-
-
 # --- Decisions: who answers ---------------------------------------------------------------
 # A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
 # accepted in the same transaction by the path submit_function_responses takes after its
-# checks (a person may not answer a quorum's question directly; the decisions may). Each function
-# takes its locks in the project's one order (the invocation row, then the interrupt row,
-# then the decisions), so concurrent deciders queue instead of deadlocking.
+# checks (a person may not answer a quorum's question directly; the decisions may). Each
+# function takes its locks in the project's one order (the invocation row, then the
+# interrupt row, then the decisions), so concurrent deciders queue instead of deadlocking.
 
 
 def _locked_interrupt(interrupt_id: str) -> Interrupt:
@@ -341,7 +320,7 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
-    _require_person(actor)
+    require_person(actor)
     checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
@@ -376,7 +355,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
     claim again changes nothing; someone else's claim raises AlreadyClaimedError (a claim
     never blocks a decision, it only tells colleagues)."""
-    _require_person(actor)
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     _require_pending(interrupt)
@@ -392,7 +371,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
 def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Drop the claim on an interrupt: its claimer may, and so may a supervisor
     (`workflows.reassign_interrupt`). Releasing an unclaimed interrupt changes nothing."""
-    _require_person(actor)
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     if interrupt.claimed_by_id is None:
         return interrupt
@@ -412,7 +391,7 @@ def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrup
     permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
     and to those who may answer it now. Decisions already recorded stay, and count toward
     the quorum; assignees who cannot reach it are refused (ResponseValidationError)."""
-    _require_person(actor)
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     if not can_reassign(actor, interrupt):
         raise PermissionDenied(

@@ -4,32 +4,18 @@ counted as distinct people who must be able to reach the quorum."""
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, Group
-from django.core import serializers
 from django.core.exceptions import PermissionDenied
 
 from tests.asking import APPROVAL, WORKFLOW, ask
 from tests.factories import ApproverFactory, StaffFactory
+from tests.workflows.test_decisions import refused
 from workflows import services
 from workflows.engine import FunctionResponse, RequestInput
 from workflows.engine.errors import DecisionRequiredError, ResponseValidationError
 from workflows.engine.status import InterruptStatus, NodeStatus
-from workflows.models import Decision, Interrupt, Invocation, NodeRun, SessionEvent
+from workflows.models import Interrupt, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def snapshot() -> str:
-    rows = [*Invocation.objects.all(), *Interrupt.objects.all(), *Decision.objects.all()]
-    rows += [*NodeRun.objects.all(), *SessionEvent.objects.all()]
-    return serializers.serialize("json", rows)
-
-
-def refused(call, error, match: str):
-    before = snapshot()
-    with pytest.raises(error, match=match) as raised:
-        call()
-    assert snapshot() == before, "a refusal changes nothing"
-    return raised.value
 
 
 def answer(interrupt: Interrupt, approved: bool = True) -> list[FunctionResponse]:
