@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .conf import DEFAULTS
+from .conf import DEFAULTS, hitl_settings
 from .registry import registry
 
 CELERY_HINT = (
@@ -147,3 +147,41 @@ def check_hitl_settings(**kwargs: Any) -> list[CheckMessage]:
                 )
             )
     return messages
+
+
+ANSWER_BACKEND = "workflows.backends.AnswerPermissionBackend"
+POLICY_METHODS = ("can_answer", "answerable")
+
+
+@register()
+def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """workflows.E101: the backend that serves the answer, cancel and retry rules to
+    `user.has_perm` is missing; workflows.E102: HITL["ANSWER_POLICY"] cannot be imported
+    or is no policy."""
+    errors: list[CheckMessage] = []
+    if ANSWER_BACKEND not in settings.AUTHENTICATION_BACKENDS:
+        errors.append(
+            Error(
+                f'user.has_perm("workflows.answer_interrupt", interrupt) (and cancel_invocation, '
+                f"retry_invocation with an invocation) is False for every non-superuser: "
+                f"{ANSWER_BACKEND} is not in AUTHENTICATION_BACKENDS",
+                hint=f'add "{ANSWER_BACKEND}" after Django\'s ModelBackend',
+                id="workflows.E101",
+            )
+        )
+    try:
+        policy = hitl_settings.ANSWER_POLICY
+    except ImportError as exc:
+        errors.append(Error(str(exc), id="workflows.E102"))
+    else:
+        missing = [m for m in POLICY_METHODS if not callable(getattr(policy, m, None))]
+        if missing:
+            errors.append(
+                Error(
+                    f'HITL["ANSWER_POLICY"] {policy.__module__}.{policy.__qualname__} '
+                    f"lacks {missing}",
+                    hint="subclass workflows.policy.AssigneePolicy",
+                    id="workflows.E102",
+                )
+            )
+    return errors

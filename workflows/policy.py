@@ -22,12 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.checks import Error, register
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
-from django.utils.module_loading import import_string
 
 from .conf import hitl_settings
 from .engine.events import parse_assignee
@@ -113,7 +110,7 @@ def _holds(user: Any, permission: str) -> bool:
 
 def answer_policy() -> AssigneePolicy:
     """An instance of the policy `HITL["ANSWER_POLICY"]` names."""
-    return import_string(hitl_settings.ANSWER_POLICY)()
+    return hitl_settings.ANSWER_POLICY()
 
 
 def can_reassign(user: Any, interrupt: Interrupt) -> bool:
@@ -197,44 +194,6 @@ def control_refusal(user: Any, permission: str, invocation: Invocation) -> str:
     if user.has_perm(permission, invocation):
         return ""
     return InvocationControlPolicy().refusal(user, permission, invocation) or (
-        f"{user.get_username()} may not: {BACKEND} is not in AUTHENTICATION_BACKENDS, "
-        f"so only superusers hold {permission}"
+        f"{user.get_username()} may not: has_perm({permission!r}, invocation) is False "
+        f"(the system check workflows.E101 says why)"
     )
-
-
-# System check: the rule is configured.
-BACKEND = "workflows.backends.AnswerPermissionBackend"
-
-
-@register()
-def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    errors = []
-    if BACKEND not in settings.AUTHENTICATION_BACKENDS:
-        errors.append(
-            Error(
-                f'user.has_perm("workflows.answer_interrupt", interrupt) (and cancel_invocation, '
-                f"retry_invocation with an invocation) is False for every non-superuser: "
-                f"{BACKEND} is not in AUTHENTICATION_BACKENDS",
-                hint=f'add "{BACKEND}" after Django\'s ModelBackend',
-                id="workflows.E101",
-            )
-        )
-    try:
-        policy = import_string(hitl_settings.ANSWER_POLICY)
-    except ImportError as exc:
-        errors.append(
-            Error(f'HITL["ANSWER_POLICY"] cannot be imported: {exc}', id="workflows.E102")
-        )
-    else:
-        missing = [
-            m for m in ("can_answer", "answerable") if not callable(getattr(policy, m, None))
-        ]
-        if missing:
-            errors.append(
-                Error(
-                    f'HITL["ANSWER_POLICY"] {hitl_settings.ANSWER_POLICY} lacks {missing}',
-                    hint="subclass workflows.policy.AssigneePolicy",
-                    id="workflows.E102",
-                )
-            )
-    return errors

@@ -238,7 +238,7 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     return _invocation(checkpoint.invocation.id)
 
 
-# --- Decisions: who answers ---------------------------------------------------------------
+# --- Decisions: who answers -------------------------------------------------------------------
 # A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
 # accepted in the same transaction by the path submit_function_responses takes after its
 # checks (a person may not answer a quorum's question directly; the decisions may). Each

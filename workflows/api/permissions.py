@@ -58,7 +58,7 @@ class CanStartInvocation(BasePermission):
 
 
 class CanAnswerInterrupt(BasePermission):
-    """The answer rule for one interrupt."""
+    """The answer rule for one interrupt: may this user answer it?"""
 
     message = "you may not answer this interrupt"
 

@@ -53,6 +53,7 @@ from .serializers import (
     StartSerializer,
     WorkflowSerializer,
 )
+from .throttling import TokenRateThrottle
 
 
 def reject_oversized(request: Request, limit: int) -> None:
@@ -315,7 +316,7 @@ class InterruptViewSet(
         return InterruptDetailSerializer
 
     @extend_schema(
-        summary="Record your decision; the quorum turns decisions into the answer",
+        summary="Record your decision; once the quorum is met, the decisions are the answer",
         request=DecisionRequestSerializer,
         parameters=[IDEMPOTENCY_KEY],
         responses={202: DecisionSerializer, **errors(404, 409, *POST_ERRORS)},
@@ -394,6 +395,7 @@ class ObtainTokenView(ApiViewMixin, ObtainAuthToken):
 
     required_permissions: list[type[BasePermission]] = []
     permission_classes = [AllowAny]
+    throttle_classes = [TokenRateThrottle]  # DRF's view has none: guesses would be unlimited
 
     @extend_schema(
         summary="Your API token, from your username and password",

@@ -28,7 +28,5 @@ def sha256_hex(data: bytes) -> str:
 def subject_hash(message: str, payload: Any, response_schema: Any) -> str:
     """SHA-256 (hex) of what a question asked: its message, payload and response schema."""
     return sha256_hex(
-        canonical_json(
-            {"message": message, "payload": payload, "response_schema": response_schema}
-        )
+        canonical_json({"message": message, "payload": payload, "response_schema": response_schema})
     )

@@ -46,7 +46,7 @@ class NodeRunner:
 
     On resume, pass the run's `run_id`, its `prior_output` and its still-unresolved
     `prior_interrupt_ids`; `run(resume_inputs=...)` then follows the node's
-    `rerun_on_resume` policy (DESIGN 3.4).
+    `rerun_on_resume` policy.
     """
 
     def __init__(
