@@ -4,7 +4,8 @@ TABLE below, never from the code under test.
 
 The scene: a four-eyes question for group:reviewers, asked by an invocation `starter`
 started; `starter` and `assignee` are reviewers with the answer permission. Releasing
-finds the question claimed by `assignee`; retrying finds the invocation FAILED.
+finds the question claimed by `assignee`; retrying finds the invocation FAILED; rotating
+is of a webhook endpoint's secret.
 
 Allowed ("yes"): the change happens (the API answers 2xx). Refused ("-"): nothing changes
 at all (the services raise PermissionDenied, the API answers 401 or 403, the admin refuses
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import AnonymousUser, Group
 from django.core import serializers
 from django.core.exceptions import PermissionDenied
@@ -26,29 +28,43 @@ from rest_framework.test import APIClient
 
 from tests.asking import WORKFLOW, ask
 from tests.factories import UserFactory, grant_answer
-from workflows import services
+from workflows import services, webhooks
 from workflows.admin.display import decision_url
-from workflows.models import Decision, Interrupt, Invocation, NodeRun, SessionEvent
+from workflows.models import (
+    Decision,
+    Interrupt,
+    Invocation,
+    NodeRun,
+    SessionEvent,
+    WebhookEndpoint,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TABLE = """
-principal                    answer  decide  claim  release  reassign  cancel  retry
-anonymous                    -       -       -      -        -         -       -
-inactive                     -       -       -      -        -         -       -
-no_permissions               -       -       -      -        -         -       -
-non_assignee                 -       -       -      -        -         -       -
-reassign_interrupt           -       -       -      yes      yes       -       -
-cancel_invocation            -       -       -      -        -         yes     -
-retry_invocation             -       -       -      -        -         -       yes
-all_permissions              -       -       -      yes      yes       yes     yes
-starter                      -       -       -      -        -         yes     yes
-assignee                     yes     yes     yes    yes      yes       -       -
-assignee_without_permission  -       -       -      -        -         -       -
-superuser                    -       -       -      yes      yes       yes     yes
+principal                    answer  decide  claim  release  reassign  cancel  retry  rotate
+anonymous                    -       -       -      -        -         -       -      -
+inactive                     -       -       -      -        -         -       -      -
+no_permissions               -       -       -      -        -         -       -      -
+non_assignee                 -       -       -      -        -         -       -      -
+reassign_interrupt           -       -       -      yes      yes       -       -      -
+cancel_invocation            -       -       -      -        -         yes     -      -
+retry_invocation             -       -       -      -        -         -       yes    -
+change_webhookendpoint       -       -       -      -        -         -       -      yes
+all_permissions              -       -       -      yes      yes       yes     yes    yes
+starter                      -       -       -      -        -         yes     yes    -
+assignee                     yes     yes     yes    yes      yes       -       -      -
+assignee_without_permission  -       -       -      -        -         -       -      -
+superuser                    -       -       -      yes      yes       yes     yes    yes
 """
 
-RELEVANT = ("answer_interrupt", "reassign_interrupt", "cancel_invocation", "retry_invocation")
+RELEVANT = (
+    "answer_interrupt",
+    "reassign_interrupt",
+    "cancel_invocation",
+    "retry_invocation",
+    "change_webhookendpoint",
+)
 # Who each principal is: (their workflows permissions, a reviewer?, other user fields).
 PRINCIPALS: dict[str, tuple[tuple[str, ...], bool, dict[str, Any]] | None] = {
     "anonymous": None,
@@ -58,6 +74,7 @@ PRINCIPALS: dict[str, tuple[tuple[str, ...], bool, dict[str, Any]] | None] = {
     "reassign_interrupt": (("reassign_interrupt",), False, {}),
     "cancel_invocation": (("cancel_invocation",), False, {}),
     "retry_invocation": (("retry_invocation",), False, {}),
+    "change_webhookendpoint": (("change_webhookendpoint",), False, {}),
     "all_permissions": (RELEVANT, False, {}),
     "starter": (("answer_interrupt",), True, {}),
     "assignee": (("answer_interrupt",), True, {}),
@@ -74,6 +91,7 @@ CHANNELS = {
     "reassign": ("services", "admin"),
     "cancel": ("services", "api", "admin"),
     "retry": ("services", "api", "admin"),
+    "rotate": ("services", "admin"),
 }
 
 
@@ -104,9 +122,14 @@ def person(name: str) -> Any:
     return grant_answer(user, *permissions) if permissions else user
 
 
-def scene(operation: str) -> tuple[Invocation, Interrupt | None, dict[str, Any]]:
-    """The invocation, its question (None for a retry) and the people in the scene."""
+def scene(operation: str) -> tuple[Any, Interrupt | None, dict[str, Any]]:
+    """The invocation (the endpoint, for a rotation), its question (None for a retry and a
+    rotation) and the people in the scene."""
     people = {"starter": person("starter"), "assignee": person("assignee")}
+    if operation == "rotate":  # inactive: nothing is sent to it
+        endpoint = WebhookEndpoint.objects.create(url="https://hooks.example/", is_active=False)
+        endpoint.first_secret = endpoint.secret  # the service sets .secret on this object
+        return endpoint, None, people
     if operation == "retry":  # the question is badly made: the asking node fails
         invocation = services.start(WORKFLOW, {"request": {"quorum": 0}}, user=people["starter"])
         return invocation, None, people
@@ -118,12 +141,14 @@ def scene(operation: str) -> tuple[Invocation, Interrupt | None, dict[str, Any]]
 
 def snapshot() -> str:
     rows = [*Invocation.objects.all(), *NodeRun.objects.all(), *Interrupt.objects.all()]
-    rows += [*Decision.objects.all(), *SessionEvent.objects.all()]
+    rows += [*Decision.objects.all(), *SessionEvent.objects.all(), *WebhookEndpoint.objects.all()]
     return serializers.serialize("json", rows)
 
 
 def happened(operation: str, user: Any, invocation: Invocation, question: Any) -> bool:
     """Whether the operation's change is there."""
+    if operation == "rotate":
+        return WebhookEndpoint.objects.get(pk=invocation.pk).secret != invocation.first_secret
     if operation == "cancel":
         return Invocation.objects.get(pk=invocation.pk).status == "CANCELLED"
     if operation == "retry":
@@ -153,6 +178,7 @@ def through_services(operation: str, user: Any, invocation: Invocation, question
         "reassign": lambda: services.reassign(question.pk, TARGET, actor=user),
         "cancel": lambda: services.cancel(invocation.pk, actor=user),
         "retry": lambda: services.retry(invocation.pk, actor=user),
+        "rotate": lambda: webhooks.rotate_webhook_secret(invocation, actor=user),
     }
     try:
         calls[operation]()
@@ -187,6 +213,9 @@ def through_admin(operation: str, user: Any, invocation: Invocation, question: A
     if operation in ("cancel", "retry"):
         url = reverse(f"admin:workflows_invocation_{operation}", args=[invocation.pk])
         data = {"post": "yes"}
+    elif operation == "rotate":
+        url = reverse("admin:workflows_webhookendpoint_changelist")
+        data = {"action": "rotate_secret", ACTION_CHECKBOX_NAME: [invocation.pk]}
     else:
         url = decision_url(question.pk)
         data = {
