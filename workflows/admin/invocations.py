@@ -114,10 +114,10 @@ class InvocationAdmin(MonitorAdmin):
     # --- permissions of the actions: for one invocation, the rule (which lets its starter
     # in); for the bulk actions, the model permission (the services ask the rule for each)
 
-    def has_cancel_permission(self, request: HttpRequest, obj: object = None) -> bool:
+    def has_cancel_permission(self, request: HttpRequest, obj: Invocation | None = None) -> bool:
         return request.user.has_perm(CANCEL_PERMISSION, obj)
 
-    def has_retry_permission(self, request: HttpRequest, obj: object = None) -> bool:
+    def has_retry_permission(self, request: HttpRequest, obj: Invocation | None = None) -> bool:
         return request.user.has_perm(RETRY_PERMISSION, obj)
 
     # --- pages
