@@ -15,7 +15,7 @@ from .errors import (
     InvocationNotFoundError,
     LeaseLostError,
 )
-from .events import Event
+from .events import Event, RequestInput
 from .state import (
     Checkpoint,
     InterruptRecord,
@@ -68,6 +68,11 @@ class OptionalStoreCapabilities(Protocol):
         Required from a store whose `acquire_lease` leaves completed node runs' inputs
         and outputs out (NOT_LOADED): a re-running parent that reuses a child fetches
         its output with it."""
+
+    async def check_assignees(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        """Raise ValueError naming the first request whose quorum the users its groups and
+        named users hold cannot reach (the asking node fails with it). For a store that
+        knows who is in a group; the engine itself counts a list of named users."""
 
     async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
         """Extend `owner`'s lease by `ttl` from now; False when it is lost (the run then

@@ -33,10 +33,11 @@ from ..engine.errors import (
     InvocationNotFoundError,
     LeaseLostError,
 )
-from ..engine.events import Event
+from ..engine.events import Event, RequestInput
 from ..engine.state import Checkpoint, InterruptRecord, InvocationRecord, WriteBatch
 from ..engine.status import NodeStatus
 from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
+from ..policy import unreachable_quorum
 from . import statements as sql
 from .dialect import Checked, Dialect
 from .rows import (
@@ -147,6 +148,24 @@ class DjangoStore:
     def load_events_sync(self, invocation_id: str) -> list[Event]:
         rows = self.dialect.select(sql.events(self.dialect.pk(invocation_id)))
         return [event_from_row(r) for r in rows]
+
+    def check_assignees_sync(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        """ValueError when the users a request's groups and named users hold cannot give its
+        quorum (the engine counts a list of users alone itself)."""
+        grouped = [r for r in requests if any(a.startswith("group:") for a in r.assignees)]
+        if not grouped:
+            return
+        starter = (
+            Invocation.objects.using(self.using)
+            .filter(pk=invocation_id)
+            .values_list("started_by_id", flat=True)
+            .first()
+        )
+        for request in grouped:
+            excluded = [starter] if request.four_eyes else []
+            problem = unreachable_quorum(request.assignees, request.quorum, excluded=excluded)
+            if problem:
+                raise ValueError(f"interrupt {request.interrupt_id!r}: {problem}")
 
     # -- writes ------------------------------------------------------------------------
     # The per-step path (invocation row, node runs, events, consumed answers) is plain SQL:
@@ -352,6 +371,9 @@ class DjangoStore:
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await self._call(self.load_events_sync, invocation_id)
+
+    async def check_assignees(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        await self._call(self.check_assignees_sync, invocation_id, requests)
 
     async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
         return await self._call(self.load_outputs_sync, invocation_id, parent_path)
