@@ -66,6 +66,8 @@ INSTALLED_APPS += [
     "workflows",
     # The decision form's JSON editor for schemas no plain field covers (static JS, no CDN).
     "django_jsonform",
+    # The trigger that keeps the audit trail append-only on PostgreSQL.
+    "pgtrigger",
     # The demo project itself: its workflows.py is autodiscovered, its seed_demo command found.
     "hitl_site",
 ]

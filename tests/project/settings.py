@@ -38,8 +38,9 @@ INSTALLED_APPS += [
     )
     if find_spec(app) is not None
 ]
-# django_jsonform is a dependency of the app (the decision form's JSON editor).
-INSTALLED_APPS += ["workflows", "django_jsonform"]
+# django_jsonform is a dependency of the app (the decision form's JSON editor); pgtrigger
+# installs the trigger that keeps the audit trail append-only on PostgreSQL.
+INSTALLED_APPS += ["workflows", "django_jsonform", "pgtrigger"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
