@@ -9,6 +9,7 @@ class WorkflowsConfig(AppConfig):
     def ready(self) -> None:
         # checks and policy register system checks when imported.
         from . import checks, heartbeat, log, policy, webhooks  # noqa: F401
+        from .audit import checks as audit_checks  # noqa: F401
         from .conf import hitl_settings
         from .registry import registry
 

@@ -4,6 +4,7 @@ exists only while there is engine work to do."""
 from celery import Task, shared_task
 
 from . import services, webhooks
+from .audit import documents
 from .models import IdempotencyKey
 
 
@@ -43,3 +44,9 @@ def deliver_webhook(delivery_id: str) -> None:
 @shared_task(name="workflows.tasks.purge_idempotency_keys", ignore_result=True)
 def purge_idempotency_keys() -> int:
     return IdempotencyKey.purge_expired()
+
+
+@shared_task(name="workflows.tasks.write_audit_checkpoint", ignore_result=True)
+def write_audit_checkpoint() -> str | None:
+    """A signed checkpoint of the audit chains' heads, to HITL["AUDIT_CHECKPOINT_PATH"]."""
+    return documents.write_checkpoint()

@@ -134,8 +134,20 @@ def _interrupt(interrupt: Any, using: str) -> Any:
     return interrupt
 
 
-def _user_key(user: Any) -> Any:
-    return getattr(user, "pk", None) if user is not None else None
+def entry_content(entry: AuditEntry) -> dict[str, Any]:
+    """The ENTRY_FIELDS of an entry as its entry_hash covers them."""
+    return {
+        "invocation": str(entry.invocation_id) if entry.invocation_id is not None else None,
+        "interrupt_id": entry.interrupt_id,
+        "action": entry.action,
+        "actor": str(entry.actor_id) if entry.actor_id is not None else None,
+        "actor_name": entry.actor_name,
+        "on_behalf_of": str(entry.on_behalf_of_id) if entry.on_behalf_of_id is not None else None,
+        "data": entry.data,
+        "subject_hash": entry.subject_hash,
+        "prev_hash": entry.prev_hash,
+        "created_at": timestamp(entry.created_at),
+    }
 
 
 def record(
@@ -149,7 +161,7 @@ def record(
     using: str = DEFAULT_DB_ALIAS,
 ) -> AuditEntry:
     """Append an entry for `action` to its chain, in the caller's transaction (so it is
-    kept exactly when the change it records is).
+    kept exactly when the change it records is), and return it.
 
     `interrupt` (an Interrupt, the engine's InterruptRecord, or an interrupt id) binds the
     entry to what the question asked and names its invocation; without it the entry
@@ -158,68 +170,46 @@ def record(
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown audit action {action!r}; known: {', '.join(ACTIONS)}")
-    data = {} if data is None else data
-    subject = ""
-    interrupt_id = None
+    entry = AuditEntry(action=action, data={} if data is None else data)
     if interrupt is not None:
         interrupt = _interrupt(interrupt, using)
-        interrupt_id = str(getattr(interrupt, "id", None) or interrupt.pk)
-        subject = subject_hash(**question_subject(interrupt))
+        entry.interrupt_id = str(interrupt.pk)
+        entry.subject_hash = subject_hash(**question_subject(interrupt))
         invocation_id = interrupt.invocation_id if invocation_id is None else invocation_id
-    invocation = str(invocation_id) if invocation_id is not None else None
-    actor_key, behalf_key = _user_key(actor), _user_key(on_behalf_of)
+    if invocation_id is not None:
+        entry.invocation_id = Invocation._meta.pk.to_python(invocation_id)
+    if actor is not None and actor.pk is not None:
+        entry.actor_id, entry.actor_name = actor.pk, actor.get_username()
+    if on_behalf_of is not None:
+        entry.on_behalf_of_id = on_behalf_of.pk
     trail = dialect(using)
-    with transaction.atomic(using=using, savepoint=False), connections[using].cursor() as cursor:
-        if invocation is None:
+    connection = connections[using]
+    with transaction.atomic(using=using, savepoint=False), connection.cursor() as cursor:
+        if entry.invocation_id is None:
             cursor.execute(ENSURE_SYSTEM_HEAD, [GENESIS])
-            head, now = trail.read_head(cursor, SYSTEM_HEAD, [])
-            set_head, head_params = SET_SYSTEM_HEAD, []
+            head, entry.created_at = trail.read_head(cursor, SYSTEM_HEAD, [])
+            key, set_head, head_params = None, SET_SYSTEM_HEAD, []
         else:
-            key = Invocation._meta.pk.get_db_prep_value(invocation_id, connections[using])
-            head, now = trail.read_head(cursor, INVOCATION_HEAD, [key])
+            key = Invocation._meta.pk.get_db_prep_value(entry.invocation_id, connection)
+            head, entry.created_at = trail.read_head(cursor, INVOCATION_HEAD, [key])
             if head is None:
-                raise Invocation.DoesNotExist(f"no invocation {invocation}")
+                raise Invocation.DoesNotExist(f"no invocation {entry.invocation_id}")
             set_head, head_params = SET_INVOCATION_HEAD, [key]
-        content = {
-            "invocation": invocation,
-            "interrupt_id": interrupt_id,
-            "action": action,
-            "actor": str(actor_key) if actor_key is not None else None,
-            "actor_name": actor.get_username() if actor_key is not None else "",
-            "on_behalf_of": str(behalf_key) if behalf_key is not None else None,
-            "data": data,
-            "subject_hash": subject,
-            "prev_hash": head or GENESIS,
-            "created_at": timestamp(now),
-        }
-        digest = entry_hash(content)
+        entry.prev_hash = head or GENESIS
+        entry.entry_hash = entry_hash(entry_content(entry))
         values = [
-            key if invocation is not None else None,
-            interrupt_id,
+            key,
+            entry.interrupt_id,
             action,
-            actor_key,
-            content["actor_name"],
-            behalf_key,
-            canonical_json(data).decode("utf-8"),
-            subject,
-            content["prev_hash"],
-            digest,
-            trail.db_time(now),
+            entry.actor_id,
+            entry.actor_name,
+            entry.on_behalf_of_id,
+            canonical_json(entry.data).decode("utf-8"),
+            entry.subject_hash,
+            entry.prev_hash,
+            entry.entry_hash,
+            trail.db_time(entry.created_at),
         ]
-        entry_id = trail.append(cursor, values, set_head, [digest, *head_params])
-    entry = AuditEntry(
-        id=entry_id,
-        invocation_id=invocation_id,
-        interrupt_id=interrupt_id,
-        action=action,
-        actor_id=actor_key,
-        actor_name=content["actor_name"],
-        on_behalf_of_id=behalf_key,
-        data=data,
-        subject_hash=subject,
-        prev_hash=content["prev_hash"],
-        entry_hash=digest,
-        created_at=now,
-    )
+        entry.id = trail.append(cursor, values, set_head, [entry.entry_hash, *head_params])
     entry._state.adding, entry._state.db = False, using
     return entry
