@@ -22,7 +22,8 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from workflows import services
-from workflows.admin import ReadOnlyAdmin, question_cell
+from workflows.admin.base import ReadOnlyAdmin
+from workflows.admin.display import question_cell
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.expressions import HasAnyElement

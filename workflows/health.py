@@ -13,7 +13,6 @@ from django.utils import timezone
 from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
 from .models import Heartbeat, Interrupt, Invocation
-from .services import stalled_invocations
 
 
 @dataclass
@@ -64,9 +63,7 @@ def check_health(*, failed_within: timedelta = timedelta(hours=24)) -> Health:
         overdue=pending.filter(deadline__lt=now - grace).count(),
         # Recovery re-enqueues work idle for STALLED_AFTER_SECONDS; still idle after one
         # more heartbeat period, recovery is not working.
-        stalled=Invocation.objects.filter(stalled_invocations(now, stalled_after + grace))
-        .distinct()
-        .count(),
+        stalled=Invocation.objects.stalled(now, stalled_after + grace).distinct().count(),
         failed=Invocation.objects.filter(
             status=NodeStatus.FAILED, updated_at__gte=now - failed_within
         ).count(),

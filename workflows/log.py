@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from .dispatch import RUN_INVOCATION
 from .engine.context import current_node_path
 
 UNKNOWN = "-"
-RUN_TASK = "workflows.tasks.run_invocation"
 
 invocation_id_var: ContextVar[str] = ContextVar("hitl_invocation_id", default=UNKNOWN)
 node_path_var: ContextVar[str] = ContextVar("hitl_node_path", default=UNKNOWN)
@@ -77,7 +77,7 @@ _task_tokens: dict[str, Token[str]] = {}
 def on_task_prerun(
     sender: Any = None, task_id: str = "", args: Any = None, kwargs: Any = None, **signal: Any
 ) -> None:
-    if getattr(sender, "name", None) != RUN_TASK:
+    if getattr(sender, "name", None) != RUN_INVOCATION:
         return
     invocation_id = args[0] if args else (kwargs or {}).get("invocation_id")
     if invocation_id is not None:

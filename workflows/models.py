@@ -12,13 +12,12 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .audit.actions import ACTION_CHOICES
 from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
+from .querysets import ANSWERED_STATUSES, OPEN_STATUSES, InvocationQuerySet
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
 INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
-OPEN_STATUSES = [NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.WAITING]
 
 
 class Session(models.Model):
@@ -64,6 +63,8 @@ class Invocation(models.Model):
     # The entry_hash of the newest AuditEntry of this invocation: its chain's head, kept on
     # the row every write path locks first, so each invocation's chain advances on its own.
     audit_head = models.CharField(max_length=64, blank=True, default="", editable=False)
+
+    objects = InvocationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -202,9 +203,7 @@ class Interrupt(models.Model):
             models.Index(
                 fields=["invocation"],
                 name="hitl_interrupt_unconsumed",
-                condition=Q(
-                    consumed=False, status__in=[InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
-                ),
+                condition=Q(consumed=False, status__in=ANSWERED_STATUSES),
             ),
         ]
 
@@ -263,7 +262,8 @@ class AuditEntry(models.Model):
     interrupt_id = models.CharField(  # noqa: DJ001
         max_length=255, null=True, blank=True, db_index=True
     )
-    action = models.CharField(max_length=64, choices=ACTION_CHOICES)
+    # No choices: the actions grow without a migration (workflows.audit.actions lists them).
+    action = models.CharField(max_length=64)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

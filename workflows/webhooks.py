@@ -33,7 +33,7 @@ from django.forms.models import model_to_dict
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from . import signals
+from . import dispatch, signals
 from .conf import hitl_settings
 from .models import (
     Decision,
@@ -137,10 +137,8 @@ def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[Web
 
 
 def _enqueue(delivery_id: Any, countdown: float | None = None) -> None:
-    from .tasks import deliver_webhook
-
     try:
-        deliver_webhook.apply_async(args=[str(delivery_id)], countdown=countdown)
+        dispatch.send(dispatch.DELIVER_WEBHOOK, [str(delivery_id)], countdown=countdown)
     except Exception:
         # Stored and pending: an admin "resend" sends it once the broker is back.
         logger.exception("webhook delivery %s not enqueued", delivery_id)

@@ -11,7 +11,7 @@ from django.test import RequestFactory
 
 from tests.factories import StaffFactory
 from workflows import webhooks
-from workflows.admin import WebhookDeliveryAdmin
+from workflows.admin.webhooks import WebhookDeliveryAdmin
 from workflows.models import WebhookDelivery, WebhookEndpoint
 
 from .conftest import pending, start

@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from tests.factories import ApproverFactory, StaffFactory, UserFactory
 from workflows import services
-from workflows.admin import decision_url
+from workflows.admin import monitor
+from workflows.admin.display import decision_url
 from workflows.engine import Workflow, node
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
 from workflows.registry import registry
@@ -185,6 +186,20 @@ def test_who_may_not_answer_a_question_is_linked_to_its_record(client):
     )
 
 
+def test_the_invocation_page_is_built_without_a_request():
+    invocation = services.start("test_expense", LARGE_EXPENSE)
+    finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
+    waiting = "test_expense/large_expense/finance_approval"
+    for user, link in ((approver("finance"), decision_url), (viewer(), record_url)):
+        page = monitor.invocation_page(invocation, user, may_cancel=False)
+        assert nodes_by_id(page["graph"])[waiting]["url"] == link(finance.id)
+        assert {i.id: i.url for i in page["interrupts"]}[finance.id] == link(finance.id)
+        assert not page["can_cancel"]
+    assert monitor.invocation_page(invocation, viewer(), may_cancel=True)["can_cancel"]
+    cancelled = services.cancel(invocation)
+    assert not monitor.invocation_page(cancelled, viewer(), may_cancel=True)["can_cancel"]
+
+
 def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
     invocation = services.start("test_expense", LARGE_EXPENSE)
     finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
@@ -341,7 +356,7 @@ def test_the_questions_list_is_narrow_and_links_the_question(admin_client):
 
 def test_without_the_approvals_inbox_questions_link_to_the_interrupt_page(monkeypatch):
     monkeypatch.setattr(
-        "workflows.admin.DECISION_URL_NAMES",
+        "workflows.admin.display.DECISION_URL_NAMES",
         ["admin:no_such_inbox_change", "admin:workflows_interrupt_change"],
     )
     assert decision_url("fc-1") == reverse("admin:workflows_interrupt_change", args=["fc-1"])

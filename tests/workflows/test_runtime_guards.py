@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from workflows import services, signals
+from workflows import dispatch, services, signals, worker
 from workflows.engine import FunctionResponse, JoinNode, RequestInput, Workflow, node
 from workflows.engine.errors import (
     InputValidationError,
@@ -131,14 +131,14 @@ def test_one_failing_expiry_does_not_abandon_the_others(register_workflow, monke
             asking(f"guard_many_{n}", f"guard-many-{n}", timeout=timedelta(seconds=1))
         )
         services.start(f"guard_many_{n}")
-    real = services.expire_batch
+    real = worker.expire_batch
 
     def flaky(checkpoint, interrupt_id, now):
         if interrupt_id == "guard-many-1":
             raise RuntimeError("one bad row")
         return real(checkpoint, interrupt_id, now)
 
-    monkeypatch.setattr(services, "expire_batch", flaky)
+    monkeypatch.setattr(worker, "expire_batch", flaky)
     assert services.expire_overdue_interrupts(now=timezone.now() + timedelta(minutes=1)) == 2
     statuses = dict(Interrupt.objects.values_list("id", "status"))
     assert statuses["guard-many-0"] == statuses["guard-many-2"] == InterruptStatus.EXPIRED
@@ -218,13 +218,13 @@ def test_recovery_enqueues_each_stalled_invocation_once_until_a_run_takes_it(reg
     sent: list[str] = []
     later = timezone.now() + timedelta(minutes=5)
     with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
-        original = services._send_run
-        services._send_run = sent.append
+        original = dispatch.send_run
+        dispatch.send_run = sent.append
         try:
             assert services.recover_stalled(now=later) == 1
             assert services.recover_stalled(now=later) == 0  # not again while queued
         finally:
-            services._send_run = original
+            dispatch.send_run = original
     assert sent == [invocation.pk]
     DjangoStore().acquire_lease_sync(str(invocation.pk), "a-run", 60)  # a run took it
     DjangoStore().release_lease_sync(str(invocation.pk), "a-run")

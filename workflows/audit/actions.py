@@ -35,4 +35,3 @@ ACTIONS = (
     DELEGATION_CREATED,
     DELEGATION_ENDED,
 )
-ACTION_CHOICES = [(action, action) for action in ACTIONS]

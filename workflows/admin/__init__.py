@@ -1,0 +1,15 @@
+"""Invocation monitor: each invocation with a picture of its graph coloured by status, its
+node runs, its questions and its event timeline; a page per registered workflow with its
+graph; the webhook endpoints and their delivery log.
+
+Every page here only shows ("View", never "Change"), webhook endpoints aside (they are
+configuration). The admin actions are the only way to change anything, each behind its own
+permission, and each goes through workflows.services.
+
+The modules below hold only admin classes; importing them registers them. What the pages
+show is built in `display` (links and formatting) and `monitor` (the invocation page).
+"""
+
+from . import interrupts, invocations, webhooks
+
+__all__ = ["interrupts", "invocations", "webhooks"]
