@@ -173,7 +173,7 @@ def record(
     entry = AuditEntry(action=action, data={} if data is None else data)
     if interrupt is not None:
         interrupt = _interrupt(interrupt, using)
-        entry.interrupt_id = str(interrupt.pk)
+        entry.interrupt_id = str(interrupt.id)
         entry.subject_hash = subject_hash(**question_subject(interrupt))
         invocation_id = interrupt.invocation_id if invocation_id is None else invocation_id
     if invocation_id is not None:
