@@ -41,7 +41,8 @@ def failed(*args: str) -> str:
 
 @pytest.fixture
 def trail_of_two():
-    """Two invocations, three entries each; one entry outside invocations."""
+    """Two invocations, four entries each (their start and three); one entry outside
+    invocations."""
     ada = ApproverFactory(username="ada")
     questions = [ask(), ask()]
     for interrupt in questions:
@@ -67,7 +68,7 @@ def test_the_checkpoint_is_signed_and_lists_every_chain_head(trail_of_two, signi
             "invocation": str(interrupt.invocation_id),
             "head": newest.entry_hash,
             "last_id": newest.pk,
-            "length": 3,
+            "length": 4,
         }
     assert heads[None]["length"] == 1
     assert document["signature"]["algorithm"] == "Ed25519"
@@ -75,18 +76,18 @@ def test_the_checkpoint_is_signed_and_lists_every_chain_head(trail_of_two, signi
 
 def test_the_trail_verifies_against_its_checkpoint_and_entries_added_since(kept_checkpoint):
     trail.record("interrupt.released", invocation_id=entries()[0].invocation_id)
-    assert run("verify", "--checkpoint", str(kept_checkpoint)).startswith("OK: verified 8")
+    assert run("verify", "--checkpoint", str(kept_checkpoint)).startswith("OK: verified 10")
 
 
 def test_newest_entries_deleted_and_heads_rewritten_are_found_only_with_a_checkpoint(
     trail_of_two, kept_checkpoint
 ):
     chain = entries(invocation_id=trail_of_two[0].invocation_id)
-    tamper(f"DELETE FROM {ENTRIES} WHERE id IN (%s, %s)", [chain[1].pk, chain[2].pk])
-    Invocation.objects.filter(pk=chain[0].invocation_id).update(audit_head=chain[0].entry_hash)
+    tamper(f"DELETE FROM {ENTRIES} WHERE id IN (%s, %s)", [chain[-2].pk, chain[-1].pk])
+    Invocation.objects.filter(pk=chain[0].invocation_id).update(audit_head=chain[-3].entry_hash)
     assert run("verify").startswith("OK")  # consistent as it now stands
     output = failed("verify", "--checkpoint", str(kept_checkpoint))
-    assert f"entry {chain[2].pk} (entry_hash {chain[2].entry_hash})" in output
+    assert f"entry {chain[-1].pk} (entry_hash {chain[-1].entry_hash})" in output
     assert "is missing" in output
 
 
@@ -131,7 +132,7 @@ def test_export_jsonl_lists_every_entry_with_its_hashes(trail_of_two):
 
 def test_export_csv_has_a_header_and_the_data_as_json(trail_of_two):
     rows = list(csv.DictReader(io.StringIO(run("export", "--format", "csv"))))
-    assert len(rows) == 7
+    assert len(rows) == 9
     assert list(rows[0]) == [
         "id",
         "invocation",
@@ -147,11 +148,14 @@ def test_export_csv_has_a_header_and_the_data_as_json(trail_of_two):
         "entry_hash",
     ]
     first = entries()[0]
-    assert (rows[0]["id"], rows[0]["entry_hash"], rows[0]["actor_name"]) == (
+    assert (rows[0]["id"], rows[0]["entry_hash"], rows[0]["action"]) == (
         str(first.pk),
         first.entry_hash,
-        "ada",
+        "invocation.started",
     )
+    assert rows[0]["actor"] == rows[0]["actor_name"] == ""  # the system started it
+    claimed = next(row for row in rows if row["action"] == "interrupt.claimed")
+    assert (claimed["actor_name"], claimed["interrupt_id"]) == ("ada", str(trail_of_two[0].pk))
     system = rows[-1]
     assert (system["invocation"], system["action"], json.loads(system["data"])) == (
         "",
@@ -172,12 +176,13 @@ def test_export_since_takes_an_iso_date_time(trail_of_two):
 
 
 def test_the_receipt_command_prints_a_receipt_that_verifies(trail_of_two, signing_key):
-    entry = entries()[0]
+    entry = entries(action="interrupt.released")[0]
     printed = run("receipt", str(entry.pk))
     assert verify_receipt(printed, public_key_pem(signing_key))
     assert verify_receipt(json.loads(printed), signing_key.public_key())
     assert json.loads(printed)["entry"]["entry_hash"] == entry.entry_hash
-    assert receipt(entry)["chain"] == {"invocation": str(entry.invocation_id), "position": 1}
+    assert receipt(entry)["chain"] == {"invocation": str(entry.invocation_id), "position": 3}
+    assert receipt(entry)["subject"]["message"] == "Approve?"
 
 
 def test_receipts_need_the_signing_key(trail_of_two):
@@ -196,7 +201,7 @@ def test_the_periodic_task_writes_a_checkpoint_where_configured(
     settings.HITL = {**settings.HITL, "AUDIT_CHECKPOINT_PATH": str(tmp_path / "cp-%Y.json")}
     written = write_audit_checkpoint()
     assert written == str(tmp_path / f"cp-{timezone.now():%Y}.json")
-    assert run("verify", "--checkpoint", written).startswith("OK: verified 7 entries")
+    assert run("verify", "--checkpoint", written).startswith("OK: verified 9 entries")
     assert [p.name for p in tmp_path.iterdir()] == [f"cp-{timezone.now():%Y}.json"]
 
 

@@ -39,7 +39,7 @@ def decision_receipt(transactional_db, signing_key):
 def test_a_receipt_shows_the_entry_its_position_and_what_was_asked(decision_receipt):
     assert decision_receipt["entry"]["action"] == "decision.recorded"
     assert decision_receipt["entry"]["actor_name"] == "ada"
-    assert decision_receipt["chain"]["position"] == 1
+    assert decision_receipt["chain"]["position"] == 2  # after the invocation's start
     assert decision_receipt["subject"]["message"] == "Refund 40 EUR to Zoë?"
     assert decision_receipt["subject"]["payload"] == {"amount": 40}
 
@@ -62,7 +62,7 @@ def test_it_fails_with_another_key(decision_receipt):
     [
         (("entry", "data", "response", "approved"), False, "signature does not match"),
         (("subject", "message"), "Refund 400 EUR to Zoë?", "signature does not match"),
-        (("chain", "position"), 2, "signature does not match"),
+        (("chain", "position"), 1, "signature does not match"),
     ],
 )
 def test_any_changed_value_fails(decision_receipt, signing_key, path, value, reason):

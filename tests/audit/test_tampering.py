@@ -24,7 +24,8 @@ INTERRUPTS = Interrupt._meta.db_table
 
 @pytest.fixture
 def chain():
-    """An invocation with four entries, another with one, one outside invocations."""
+    """An invocation with five entries (its start and four), another with two, one
+    outside invocations."""
     ada = ApproverFactory(username="ada")
     interrupt = ask()
     for action in ("interrupt.claimed", "interrupt.released", "interrupt.claimed"):
@@ -58,7 +59,7 @@ def test_an_untouched_trail_verifies():
 def test_the_fixture_trail_verifies(chain):
     report = verify()
     assert report.ok, report.problems
-    assert (report.entries, report.chains) == (6, 3)
+    assert (report.entries, report.chains) == (8, 3)
 
 
 def test_an_edited_entry_is_named(chain):
@@ -112,10 +113,10 @@ def test_two_swapped_entries_are_found(chain):
 def test_a_question_changed_after_the_entry_is_found(chain):
     tamper(
         f"UPDATE {INTERRUPTS} SET message = 'Approve 10 EUR?' WHERE id = %s",
-        [chain[0].interrupt_id],
+        [chain[1].interrupt_id],
     )
     output = failed_verify()
-    assert names(output, chain[0]) and "no longer matches its subject_hash" in output
+    assert names(output, chain[1]) and "no longer matches its subject_hash" in output
 
 
 def test_a_rewritten_chain_head_is_found(chain):
@@ -128,7 +129,7 @@ def test_verify_of_one_invocation_checks_only_its_chain(chain):
     tamper(f"UPDATE {ENTRIES} SET actor_name = 'bob' WHERE id = %s", [other.pk])
     out = io.StringIO()
     call_command("hitl_audit", "verify", "--invocation", str(chain[0].invocation_id), stdout=out)
-    assert "OK: verified 4 entries in 1 chain(s)" in out.getvalue()
+    assert "OK: verified 5 entries in 1 chain(s)" in out.getvalue()
     assert names(failed_verify("--invocation", str(other.invocation_id)), other)
 
 

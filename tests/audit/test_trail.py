@@ -25,10 +25,13 @@ def head(invocation_id) -> str:
 def test_each_invocation_has_its_own_chain_with_its_head_on_the_invocation_row():
     first, second = ask(), ask()
     ada = ApproverFactory(username="ada")
+    a0, b0 = head(first.invocation_id), head(second.invocation_id)  # their start
     a1 = trail.record("interrupt.claimed", interrupt=first, actor=ada)
     b1 = trail.record("interrupt.claimed", interrupt=second, actor=ada)
     a2 = trail.record("interrupt.released", interrupt=first, actor=ada)
-    assert (a1.prev_hash, b1.prev_hash, a2.prev_hash) == (GENESIS, GENESIS, a1.entry_hash)
+    assert (a1.prev_hash, b1.prev_hash, a2.prev_hash) == (a0, b0, a1.entry_hash)
+    started = AuditEntry.objects.get(entry_hash=a0)
+    assert (started.action, started.prev_hash) == ("invocation.started", GENESIS)
     assert head(first.invocation_id) == a2.entry_hash
     assert head(second.invocation_id) == b1.entry_hash
     stored = AuditEntry.objects.get(pk=a2.pk)
@@ -56,7 +59,7 @@ def test_an_entry_is_kept_only_with_the_transaction_it_was_written_in():
         trail.record("interrupt.released", interrupt=interrupt)
         trail.record("grant.created")
         raise RuntimeError("the change failed")
-    assert [e.pk for e in entries()] == [kept.pk]
+    assert [e.action for e in entries()] == ["invocation.started", "interrupt.claimed"]
     assert head(interrupt.invocation_id) == kept.entry_hash
     assert not AuditChainHead.objects.exists()
 
@@ -72,6 +75,7 @@ def test_an_unknown_action_or_invocation_is_refused_and_writes_nothing():
 def test_a_third_party_recomputes_the_hashes_from_the_documented_canonical_form():
     interrupt = ask(message="Pay 120 € to Zoë?", payload={"amount": 120, "to": "Zoë"})
     ada = ApproverFactory(username="ada")
+    head_before = head(interrupt.invocation_id)
     entry = trail.record(
         "decision.recorded", interrupt=interrupt, actor=ada, data={"b": [1.5, None], "a": "é"}
     )
@@ -95,7 +99,7 @@ def test_a_third_party_recomputes_the_hashes_from_the_documented_canonical_form(
         "on_behalf_of": None,
         "data": {"a": "é", "b": [1.5, None]},
         "subject_hash": stored.subject_hash,
-        "prev_hash": "0" * 64,
+        "prev_hash": head_before,
         "created_at": stored.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
     }
     assert stored.entry_hash == hashlib.sha256(canonical(content)).hexdigest()
