@@ -1,6 +1,6 @@
 """The table is append-only: on PostgreSQL the migration's trigger refuses UPDATE and
 DELETE (from the ORM and from raw SQL alike); TRUNCATE is the one way past it, and
-verifying against a kept checkpoint finds it. No admin page may change an entry."""
+verifying against a kept checkpoint finds it."""
 
 import io
 

@@ -13,6 +13,7 @@ from typing import IO, Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ..conf import hitl_settings
@@ -140,27 +141,36 @@ def write_checkpoint() -> str | None:
 EXPORT_COLUMNS = ["id", *ENTRY_FIELDS, "entry_hash"]
 
 
-def exported_entries(since: datetime | None = None) -> Iterator[dict[str, Any]]:
-    entries = AuditEntry.objects.order_by("id")
+def exported_entries(
+    since: datetime | None = None, entries: QuerySet | None = None
+) -> Iterator[dict[str, Any]]:
+    entries = (AuditEntry.objects.all() if entries is None else entries).order_by("id")
     if since is not None:
         entries = entries.filter(created_at__gte=since)
     for entry in entries.iterator(chunk_size=2000):
         yield exported(entry)
 
 
-def export(out: IO[str], *, since: datetime | None = None, fmt: str = "jsonl") -> int:
-    """Write the entries (from `since` on) as JSON lines (each its canonical JSON) or CSV
-    (`data` as canonical JSON text, null as empty); how many."""
+def export(
+    out: IO[str],
+    *,
+    since: datetime | None = None,
+    fmt: str = "jsonl",
+    entries: QuerySet | None = None,
+) -> int:
+    """Write the entries (all, or of the queryset `entries`; from `since` on) as JSON lines
+    (each its canonical JSON) or CSV (`data` as canonical JSON text, null as empty); how
+    many."""
     count = 0
     if fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        for row in exported_entries(since):
+        for row in exported_entries(since, entries):
             row["data"] = canonical_json(row["data"]).decode("utf-8")
             writer.writerow({name: "" if value is None else value for name, value in row.items()})
             count += 1
         return count
-    for row in exported_entries(since):
+    for row in exported_entries(since, entries):
         out.write(canonical_json(row).decode("utf-8") + "\n")
         count += 1
     return count
