@@ -199,6 +199,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workflows.tasks.purge_idempotency_keys",
         "schedule": timedelta(hours=1),
     },
+    # A signed checkpoint of the audit chains to HITL["AUDIT_CHECKPOINT_PATH"] (off unset).
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 # --- HITL -------------------------------------------------------------------------------------

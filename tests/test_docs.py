@@ -42,7 +42,7 @@ def test_reference_documents_every_setting_and_system_check():
     code = "\n".join(
         path.read_text()
         for app in ("workflows", "approvals")
-        for path in (DOCS.parent / app).glob("*.py")
+        for path in (DOCS.parent / app).rglob("*.py")
     )
     check_ids = sorted(set(re.findall(r'id="((?:workflows|approvals)\.[EW]\d+)"', code)))
     assert check_ids, "no system check found"

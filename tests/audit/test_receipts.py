@@ -156,3 +156,35 @@ def test_it_verifies_in_a_process_with_only_cryptography_importable(decision_rec
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [True, False]
+
+
+def docs_receipt_check() -> str:
+    text = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
+    after = text.split("<!-- receipt-check -->", 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def run_docs_check(tmp_path: Path, receipt: dict, public_pem: str) -> subprocess.CompletedProcess:
+    (tmp_path / "receipt.json").write_bytes(canonical_json(receipt))
+    (tmp_path / "audit-public.pem").write_text(public_pem)
+    guard = NO_DJANGO.split("from workflows.audit")[0]  # the finder, and the path
+    site = str(Path(cryptography.__file__).resolve().parents[1])
+    return subprocess.run(
+        [sys.executable, "-S", "-I", "-c", guard + docs_receipt_check(), str(tmp_path), site],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_auditors_check_in_the_docs_passes_and_catches_a_forgery(
+    decision_receipt, signing_key, tmp_path
+):
+    public = public_key_pem(signing_key)
+    passed = run_docs_check(tmp_path, decision_receipt, public)
+    assert passed.returncode == 0, passed.stderr
+    forged = json.loads(canonical_json(decision_receipt))
+    forged["entry"]["data"]["response"]["approved"] = False
+    failed = run_docs_check(tmp_path, forged, public)
+    assert failed.returncode != 0 and "InvalidSignature" in failed.stderr

@@ -153,6 +153,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workflows.tasks.purge_idempotency_keys",
         "schedule": timedelta(hours=1),
     },
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
+        "schedule": timedelta(hours=1),
+    },
 }
 
 # --- HITL -------------------------------------------------------------------------------------
