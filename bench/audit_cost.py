@@ -4,7 +4,7 @@
 Run from the repository root:
 
     python bench/audit_cost.py                     # both databases, 400 answers each way
-    python bench/audit_cost.py --backend sqlite    # sqlite | postgres | all (default)
+    python bench/audit_cost.py --backend sqlite    # sqlite | postgres | postgres-prepared | all
     python bench/audit_cost.py --answers 100 --verify-entries 10000   # a quick run
 
 1. `services.submit_function_responses` (one machine answer: one `answer.accepted` entry)
@@ -17,7 +17,9 @@ Run from the repository root:
 2. `verify` over N entries (default 100,000: 10,000 invocations of 10 entries, each bound
    to its question), written straight into the table as a valid trail; the time printed.
 
-PostgreSQL at $HITL_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/h6; its
+`postgres-prepared` runs the PostgreSQL part with HITL["POSTGRES_PREPARED_STATEMENTS"] on
+(the entry's statement is then planned once per connection). PostgreSQL at
+$HITL_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/h6; its
 workflow tables are emptied at the start). SQLite on a temporary file with the project's
 settings. Each backend runs in a subprocess (`--child`) with DJANGO_SETTINGS_MODULE=
 hitl_site.settings and DEBUG=false.
@@ -229,6 +231,13 @@ def write_trail(entries: int, per_chain: int = 10) -> None:
 
 def child(args: argparse.Namespace) -> None:
     setup()
+    if args.prepared:
+        from django.conf import settings
+
+        from workflows.conf import hitl_settings
+
+        settings.HITL = {**settings.HITL, "POSTGRES_PREPARED_STATEMENTS": True}
+        hitl_settings.reload()
     from django.db import connection
 
     from workflows.audit.verify import verify
@@ -264,6 +273,8 @@ def run_child(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
     out = workdir / f"{kind}.json"
     command = [sys.executable, __file__, "--child", str(out)]
     command += ["--answers", str(args.answers), "--verify-entries", str(args.verify_entries)]
+    if kind == "postgres-prepared":
+        command.append("--prepared")
     if subprocess.run(command, cwd=ROOT, env=env, check=False).returncode != 0:
         print(f"!! {kind} child failed", file=sys.stderr)
         return None
@@ -304,15 +315,21 @@ def report(kind: str, results: dict[str, Any]) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres", "postgres-prepared", "all"],
+        default="all",
+        help='postgres-prepared: with HITL["POSTGRES_PREPARED_STATEMENTS"] (all: the three)',
+    )
     parser.add_argument("--answers", type=int, default=400, help="answers timed each way")
     parser.add_argument("--verify-entries", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--prepared", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
         return
-    kinds = ["sqlite", "postgres"] if args.backend == "all" else [args.backend]
+    kinds = ["sqlite", "postgres", "postgres-prepared"] if args.backend == "all" else [args.backend]
     met = True
     with tempfile.TemporaryDirectory() as workdir:
         for kind in kinds:
