@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import machine, percentile  # noqa: E402  (after the path is set)
+
 DATABASE_URL = os.environ.get("HITL_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/h6")
 TARGET_MS = 0.3
 WORKFLOW = "bench_audit_question"
-
-
-def percentile(samples: list[float], pct: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 # --- in the child: Django is set up --------------------------------------------------------
@@ -331,6 +331,7 @@ def main() -> None:
         return
     kinds = ["sqlite", "postgres", "postgres-prepared"] if args.backend == "all" else [args.backend]
     met = True
+    print(machine())
     with tempfile.TemporaryDirectory() as workdir:
         for kind in kinds:
             results = run_child(kind, args, Path(workdir))

@@ -132,7 +132,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# The answer rule (DESIGN 4.1): user.has_perm("workflows.answer_interrupt", interrupt).
+# The answer rule: user.has_perm("workflows.answer_interrupt", interrupt).
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "workflows.backends.AnswerPermissionBackend",

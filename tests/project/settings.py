@@ -99,7 +99,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -------------------------------------------------------------------------------------
 
-# The answer rule (DESIGN 4.1): user.has_perm("workflows.answer_interrupt", interrupt).
+# The answer rule: user.has_perm("workflows.answer_interrupt", interrupt).
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "workflows.backends.AnswerPermissionBackend",
