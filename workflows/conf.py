@@ -59,6 +59,14 @@ DEFAULTS: dict[str, Any] = {
     "EMAIL_BASE_URL": "",
     # Seconds an e-mailed approve/reject link stays valid.
     "EMAIL_LINK_MAX_AGE": 3 * 24 * 3600,
+    # The Ed25519 private key (PEM text, PKCS#8) that signs audit receipts and checkpoints.
+    "AUDIT_SIGNING_KEY": None,
+    # Where the periodic jobs write a signed checkpoint of the audit chains' heads (a file
+    # path, strftime codes allowed: "/var/audit/checkpoint-%Y%m%dT%H%M%SZ.json"); None: off.
+    "AUDIT_CHECKPOINT_PATH": None,
+    # Seconds between those checkpoints when `hitl_periodic` runs the jobs (beat follows
+    # its own schedule).
+    "AUDIT_CHECKPOINT_SECONDS": 3600,
 }
 
 

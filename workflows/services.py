@@ -15,6 +15,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from .arguments import checked_assignees, function_response_list
+from .audit import actions, trail
+from .audit.canonical import canonical_json, sha256_hex
 from .conf import hitl_settings
 from .dispatch import enqueue_run
 from .engine.errors import (
@@ -131,6 +133,16 @@ def _create_invocation(
         started_by_id=_actor_id(user),
         idempotency_key=key,
     )
+    trail.record(
+        actions.INVOCATION_STARTED,
+        invocation_id=invocation.pk,
+        actor=user,
+        data={
+            "workflow": definition.name,
+            "version": definition.version,
+            "input_hash": sha256_hex(canonical_json(node_input)),
+        },
+    )
     enqueue_run(invocation.pk)
     return invocation
 
@@ -193,6 +205,13 @@ def _store_answers(
     )
     if acceptance.batch:
         db.commit_sync(acceptance.batch, savepoint=False)
+        for interrupt_id, answer in acceptance.accepted.items():
+            trail.record(
+                actions.ANSWER_ACCEPTED,
+                interrupt=interrupts[interrupt_id],
+                actor=actor,
+                data={"response": answer},
+            )
         enqueue_run(acceptance.invocation_id)
     return acceptance.invocation_id
 
@@ -217,7 +236,17 @@ def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
     require_control(actor, CANCEL_PERMISSION, invocation)
-    db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
+    batch = cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now())
+    db.commit_sync(batch)
+    trail.record(
+        actions.INVOCATION_CANCELLED,
+        invocation_id=checkpoint.invocation.id,
+        actor=actor,
+        data={
+            "status": checkpoint.invocation.status,
+            "cancelled_interrupts": [r.interrupt_id for r in batch.resolutions],
+        },
+    )
     return _invocation(checkpoint.invocation.id)
 
 
@@ -233,6 +262,12 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     db.commit_sync(retry_batch(checkpoint))
     Invocation.objects.filter(pk=checkpoint.invocation.id).update(
         finished_at=None, unfinished_deliveries=0
+    )
+    trail.record(
+        actions.INVOCATION_RETRIED,
+        invocation_id=checkpoint.invocation.id,
+        actor=actor,
+        data={"error": checkpoint.invocation.error or ""},
     )
     enqueue_run(checkpoint.invocation.id)
     return _invocation(checkpoint.invocation.id)
@@ -334,6 +369,13 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )
+    trail.record(
+        actions.DECISION_RECORDED,
+        interrupt=interrupt,
+        actor=actor,
+        on_behalf_of=decision.on_behalf_of,
+        data={"decision": decision.pk, "response": value, "comment": comment},
+    )
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
     if answer is not None:
@@ -364,6 +406,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     if interrupt.claimed_by_id is None:
         interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
         interrupt.save(update_fields=["claimed_by", "claimed_at"])
+        trail.record(actions.INTERRUPT_CLAIMED, interrupt=interrupt, actor=actor)
     return interrupt
 
 
@@ -380,8 +423,12 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
             f"interrupt {interrupt.pk!r} is claimed by "
             f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
         )
+    claimer = interrupt.claimed_by.get_username()
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    trail.record(
+        actions.INTERRUPT_RELEASED, interrupt=interrupt, actor=actor, data={"claimed_by": claimer}
+    )
     return interrupt
 
 
@@ -398,7 +445,15 @@ def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrup
             f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
         )
     _require_pending(interrupt)
+    previous = interrupt.assignees
+    claimer = interrupt.claimed_by.get_username() if interrupt.claimed_by_id else None
     interrupt.assignees = checked_assignees(interrupt, assignees)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
+    trail.record(
+        actions.INTERRUPT_REASSIGNED,
+        interrupt=interrupt,
+        actor=actor,
+        data={"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer},
+    )
     return interrupt

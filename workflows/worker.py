@@ -14,6 +14,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import dispatch
+from .audit import actions, trail
+from .audit.canonical import timestamp
 from .conf import hitl_settings
 from .engine.errors import DefinitionChangedError
 from .engine.events import DefaultResponse
@@ -167,6 +169,13 @@ def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
     if fails and Invocation.objects.leased().filter(pk=invocation_id).exists():
         return 0
     db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
+    applied = {"policy": "fail"}
+    if not fails:
+        applied = {"policy": "default_response", "response": record.request.on_timeout.response}
+    deadline = timestamp(record.deadline) if record.deadline else None
+    trail.record(
+        actions.INTERRUPT_EXPIRED, interrupt=record, data={"deadline": deadline, **applied}
+    )
     dispatch.enqueue_run(invocation_id)
     return 1
 

@@ -15,6 +15,7 @@ the store's dialect, chosen once per store from the alias's backend.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
@@ -148,6 +149,11 @@ class DjangoStore:
     def load_events_sync(self, invocation_id: str) -> list[Event]:
         rows = self.dialect.select(sql.events(self.dialect.pk(invocation_id)))
         return [event_from_row(r) for r in rows]
+
+    def cursor(self) -> contextlib.AbstractContextManager[Any]:
+        """The store's own cursor (the dialect's driver cursor), for statements of the
+        write path outside the store that run as often as its own: the audit trail's."""
+        return self.dialect.cursor()
 
     def check_assignees_sync(self, invocation_id: str, requests: list[RequestInput]) -> None:
         """ValueError when the users a request's groups and named users hold cannot give its
