@@ -5,7 +5,7 @@ from typing import Any
 
 import jsonschema
 
-from .errors import ResponseValidationError
+from .errors import ResponseValidationError, ValueEncodingError
 
 _BUILTIN_SCHEMAS: dict[type, dict[str, str]] = {
     bool: {"type": "boolean"},
@@ -41,12 +41,15 @@ def check_schema(schema: dict[str, Any] | None) -> None:
 
 
 def unwrap_response(response: Any) -> Any:
-    """`{"result": x}` stands for x; a JSON string there is parsed. Nothing is coerced."""
+    """`{"result": x}` stands for x; a JSON string there is parsed. Nothing is coerced.
+    A string nested deeper than the parser can go raises ValueEncodingError."""
     if isinstance(response, dict) and set(response) == {"result"}:
         response = response["result"]
         if isinstance(response, str):
             try:
                 return json.loads(response)
+            except RecursionError:
+                raise ValueEncodingError("response", "it is nested too deeply") from None
             except ValueError:
                 return response
     return response
