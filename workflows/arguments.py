@@ -13,8 +13,10 @@ from uuid import UUID
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
+from .conf import hitl_settings
 from .engine.errors import ResponseValidationError, UnknownInterruptError, ValueEncodingError
 from .engine.events import FunctionResponse, RequestInput, parse_assignee
+from .engine.transitions import checked_answer
 from .engine.values import MAX_INTERRUPT_ID_LENGTH, check_text, is_possible_id
 from .models import Interrupt
 
@@ -52,13 +54,20 @@ def checked_interrupt_id(interrupt_id: Any) -> str:
     return interrupt_id
 
 
-def checked_comment(interrupt_id: str, comment: Any) -> str:
-    """A decision's comment: text every database can keep."""
+def checked_decision(interrupt_id: str, response: Any, comment: Any) -> tuple[Any, str]:
+    """A person's decision as it will be stored: the answer unwrapped and checked as every
+    answer is (null is none: a decision records an answer), the comment as text every
+    database can keep."""
+    value = checked_answer(
+        interrupt_id, response, hitl_settings.MAX_RESPONSE_BYTES, hitl_settings.MAX_VALUE_DEPTH
+    )
+    if value is None:
+        raise ResponseValidationError(interrupt_id, "response", "a decision needs an answer")
     if not isinstance(comment, str):
         raise ResponseValidationError(
             interrupt_id, "comment", f"wants a string; got {_described(comment)}"
         )
-    return _checked_text(interrupt_id, comment, "comment")
+    return value, _checked_text(interrupt_id, comment, "comment")
 
 
 def _as_function_response(value: Any, index: int = 0) -> FunctionResponse:

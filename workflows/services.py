@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from .arguments import (
     checked_assignees,
-    checked_comment,
+    checked_decision,
     checked_interrupt_id,
     function_response_list,
 )
@@ -36,7 +36,6 @@ from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
-    checked_answer,
     checked_input,
     retry_batch,
 )
@@ -295,10 +294,7 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
-    value = checked_answer(
-        interrupt_id, response, hitl_settings.MAX_RESPONSE_BYTES, hitl_settings.MAX_VALUE_DEPTH
-    )
-    comment = checked_comment(interrupt_id, comment)
+    value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))

@@ -112,8 +112,9 @@ def test_a_deep_answer_is_a_400_naming_its_place(api, answer):
         '{"result": "NaN"}',
         '{"result": "\\"\\\\u0000\\""}',
         '{"result": "\\"\\\\ud800\\""}',
+        '{"result": "null"}',
     ],
-    ids=["deep", "deep-json-text", "nan", "nul", "surrogate"],
+    ids=["deep", "deep-json-text", "nan", "nul", "surrogate", "null"],
 )
 def test_a_decision_the_database_cannot_keep_is_a_400_naming_response(api, answer):
     question = ask(response_schema=None)
@@ -122,6 +123,14 @@ def test_a_decision_the_database_cannot_keep_is_a_400_naming_response(api, answe
         api, f"/api/interrupts/{question.pk}/decisions/", f'{{"response": {answer}}}'
     )
     assert error_of(response) == (400, "invalid_response", "response")
+    assert snapshot() == before
+
+
+def test_a_null_decision_is_a_400_naming_response(api):
+    question = ask(response_schema=None)
+    before = snapshot()
+    response = post_json(api, f"/api/interrupts/{question.pk}/decisions/", '{"response": null}')
+    assert error_of(response)[::2] == (400, "response")
     assert snapshot() == before
 
 

@@ -158,6 +158,14 @@ def test_a_json_text_answer_is_checked_once_parsed(approver, answer, text, reaso
     assert question.status == InterruptStatus.PENDING
 
 
+@pytest.mark.parametrize("response", [None, {"result": "null"}], ids=["none", "json-null"])
+def test_a_decision_without_an_answer_is_refused(approver, response):
+    question = ask(response_schema=None)
+    error = refused(ResponseValidationError, services.decide, question.pk, response, actor=approver)
+    assert error.field == "response"
+    assert "a decision needs an answer" in str(error)
+
+
 def test_a_decision_stores_the_parsed_answer(approver):
     question = ask(response_schema=None)
     decision = services.decide(question.pk, {"result": '{"amount": 3}'}, actor=approver)
