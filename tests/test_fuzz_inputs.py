@@ -270,6 +270,14 @@ def test_claim_and_release(root, interrupt_id, operation):
     call_service(lambda: operation(interrupt_id, actor=root))
 
 
+@FUZZ
+@given(invocation_id=IDS, operation=st.sampled_from([services.cancel, services.retry]))
+def test_cancel_and_retry(root, invocation_id, operation):
+    question = a_question(True)
+    invocation_id = the_ids(invocation_id, str(question.invocation_id))
+    call_service(lambda: operation(invocation_id, actor=root))
+
+
 # --- The API ---------------------------------------------------------------------------------
 
 BODIES = st.one_of(

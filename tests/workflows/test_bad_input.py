@@ -17,6 +17,7 @@ from workflows import services
 from workflows.engine import FunctionResponse, RequestInput, Workflow, node
 from workflows.engine.errors import (
     InputValidationError,
+    InvocationNotFoundError,
     ResponseValidationError,
     UnknownInterruptError,
 )
@@ -227,6 +228,13 @@ def test_acting_on_an_id_no_interrupt_can_have_is_unknown(approver, interrupt_id
         "reassign": lambda: services.reassign(interrupt_id, [], actor=approver),
     }
     refused(UnknownInterruptError, calls[operation])
+
+
+@pytest.mark.parametrize("invocation_id", ["not-a-uuid", "\x00", "\ud800", None, 5])
+@pytest.mark.parametrize("operation", [services.cancel, services.retry])
+def test_cancelling_or_retrying_what_is_not_an_invocation_id_is_unknown(invocation_id, operation):
+    ask()
+    refused(InvocationNotFoundError, operation, invocation_id)
 
 
 @pytest.mark.parametrize(
