@@ -72,9 +72,11 @@ def nesting_depth(value: Any, limit: int) -> int:
     while level and depth <= limit:
         depth += 1
         below: list[Any] = []
+        add = below.append
         for item in level:
-            items = item.values() if isinstance(item, dict) else item
-            below.extend(child for child in items if isinstance(child, _CONTAINERS))
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, _CONTAINERS):
+                    add(child)
         level = below
     return depth
 
