@@ -510,10 +510,16 @@ def test_admin_record_pages(admin_client, object_id, page):
 
 @FUZZ
 @given(
-    form=st.dictionaries(
-        st.sampled_from(["response", "comment", "decision", "_action", "assignees", "approved"]),
-        st.one_of(TEXTS, JSON_TEXTS),
-        max_size=4,
+    form=st.fixed_dictionaries(
+        {},
+        optional={
+            "response": JSON_TEXTS,
+            "comment": TEXTS,
+            "decision": st.one_of(st.sampled_from(["approve", "reject"]), TEXTS),
+            "_action": st.one_of(st.sampled_from(["claim", "release", "reassign"]), TEXTS),
+            "assignees": st.one_of(TEXTS, st.lists(TEXTS, max_size=3).map(", ".join)),
+            "approved": st.one_of(st.sampled_from(["on", "true"]), TEXTS),
+        },
     ),
     schema_given=st.booleans(),
 )
