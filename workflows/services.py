@@ -14,7 +14,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from .arguments import checked_assignees, function_response_list
+from .arguments import (
+    checked_assignees,
+    checked_decision,
+    checked_interrupt_id,
+    function_response_list,
+)
 from .audit import actions, trail
 from .audit.canonical import canonical_json, sha256_hex
 from .conf import hitl_settings
@@ -29,12 +34,11 @@ from .engine.errors import (
     UnknownInterruptError,
 )
 from .engine.events import FunctionResponse
-from .engine.schema import unwrap_response, validate_response
+from .engine.schema import validate_response
 from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
-    checked_answer,
     checked_input,
     retry_batch,
 )
@@ -93,7 +97,9 @@ def start(
     """
     require_person(user)
     definition = registry.get(workflow_name)
-    node_input = checked_input(node_input, hitl_settings.MAX_VALUE_BYTES)
+    node_input = checked_input(
+        node_input, hitl_settings.MAX_VALUE_BYTES, hitl_settings.MAX_VALUE_DEPTH
+    )
     if idempotency_key is not None:
         existing = _started_with_key(idempotency_key, definition.name, node_input)
         if existing is not None:
@@ -202,6 +208,7 @@ def _store_answers(
         actor=_actor_id(actor),
         now=timezone.now(),
         max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
+        max_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     if acceptance.batch:
         db.commit_sync(acceptance.batch, savepoint=False)
@@ -282,6 +289,7 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
 
 
 def _locked_interrupt(interrupt_id: str) -> Interrupt:
+    checked_interrupt_id(interrupt_id)
     invocation_id = (
         Interrupt.objects.filter(pk=interrupt_id).values_list("invocation_id", flat=True).first()
     )
@@ -356,14 +364,13 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
     require_person(actor)
-    checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
+    value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     _require_pending(interrupt)
-    value = unwrap_response(response)
     validate_response(interrupt.pk, interrupt.response_schema, value)
     _check_quorum_vote(interrupt, value)
     decision = Decision.objects.create(

@@ -26,6 +26,7 @@ from .. import services
 from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
+from ..engine.values import is_possible_id
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..registry import UnknownWorkflowError, registry
@@ -157,6 +158,9 @@ class ObjectLookupMixin(_ViewSet):
         return super().filter_queryset(queryset)
 
     def get_object(self) -> Any:
+        lookup = self.kwargs[self.lookup_field]  # type: ignore[attr-defined]
+        if not is_possible_id(lookup):  # one no row has: not even asked of the database
+            raise self.not_found_error(lookup)
         try:
             return super().get_object()
         except Http404:
