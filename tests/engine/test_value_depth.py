@@ -17,7 +17,7 @@ from workflows.engine import (
 from workflows.engine.errors import InputValidationError, ResponseValidationError
 from workflows.engine.values import nesting_depth, to_json_value
 
-from .helpers import COMPLETED, FAILED, WAITING, new_store, snapshot, sync
+from .helpers import COMPLETED, FAILED, WAITING, sync
 
 LIMIT = 8
 
@@ -50,25 +50,25 @@ def test_a_value_at_the_limit_is_kept_one_level_deeper_is_refused():
     assert to_json_value(["[[[[[[[[[[[[[["], "x", max_depth=1) == ["[[[[[[[[[[[[[["]
 
 
-def limited_runner(*nodes, store=None) -> Runner:
+def limited_runner(*nodes, store) -> Runner:
     workflow = Workflow(name="wf", edges=[("START", *nodes)])
-    return Runner(workflow, store=store or new_store(), max_value_depth=LIMIT)
+    return Runner(workflow, store=store, max_value_depth=LIMIT)
 
 
 @sync
-async def test_an_input_deeper_than_the_limit_is_refused_before_anything_is_stored():
+async def test_an_input_deeper_than_the_limit_is_refused_before_anything_is_stored(store_backend):
     @node
     def echo(node_input):
         return node_input
 
-    store = new_store()
-    before = await snapshot(store)
+    store = store_backend.new_store()
+    before = await store_backend.snapshot(store)
     runner = limited_runner(echo, store=store)
     with pytest.raises(InputValidationError) as refused:
         await runner.run(nested(LIMIT + 1))
     assert refused.value.field == "input"
     assert f"nested more than {LIMIT} levels deep" in str(refused.value)
-    assert await snapshot(store) == before
+    assert await store_backend.snapshot(store) == before
     assert (await runner.run(nested(LIMIT))).status == COMPLETED
 
 
@@ -78,35 +78,37 @@ async def test_an_input_deeper_than_the_limit_is_refused_before_anything_is_stor
     ids=["value", "json-text"],
 )
 @sync
-async def test_an_answer_deeper_than_the_limit_names_its_place_and_changes_nothing(answer):
+async def test_an_answer_deeper_than_the_limit_names_its_place_and_changes_nothing(
+    store_backend, answer
+):
     @node
     def ask():
         return RequestInput(interrupt_id="q")
 
-    store = new_store()
+    store = store_backend.new_store()
     runner = limited_runner(ask, store=store)
     assert (await runner.run()).status == WAITING
-    before = await snapshot(store)
+    before = await store_backend.snapshot(store)
     with pytest.raises(ResponseValidationError) as refused:
         await runner.resume([FunctionResponse("q", "ask", answer)])
     assert refused.value.field == "function_responses[0].response"
     assert f"nested more than {LIMIT} levels deep" in str(refused.value)
-    assert await snapshot(store) == before
+    assert await store_backend.snapshot(store) == before
 
 
 @sync
-async def test_json_text_too_deep_for_the_parser_is_refused_without_a_limit():
+async def test_json_text_too_deep_for_the_parser_is_refused_without_a_limit(store_backend):
     @node
     def ask():
         return RequestInput(interrupt_id="q")
 
-    store = new_store()
+    store = store_backend.new_store()
     runner = Runner(Workflow(name="wf", edges=[("START", ask)]), store=store)
     await runner.run()
-    before = await snapshot(store)
+    before = await store_backend.snapshot(store)
     with pytest.raises(ResponseValidationError, match="nested too deeply"):
         await runner.resume([FunctionResponse("q", "ask", {"result": "[" * 100_000})])
-    assert await snapshot(store) == before
+    assert await store_backend.snapshot(store) == before
 
 
 def _deep_output():
@@ -142,13 +144,15 @@ def _deep_schema():
     ids=["output", "event", "function-call", "payload", "default-answer", "schema"],
 )
 @sync
-async def test_a_node_producing_a_value_deeper_than_the_limit_fails_with_a_clear_error(body):
+async def test_a_node_producing_a_value_deeper_than_the_limit_fails_with_a_clear_error(
+    store_backend, body
+):
     @node
     def first():
         return "upstream"
 
     deep = node(body, name="deep")
-    runner = limited_runner(first, deep)
+    runner = limited_runner(first, deep, store=store_backend.new_store())
     result = await runner.run()
     assert result.status == FAILED
     assert f"nested more than {LIMIT} levels deep" in result.error
