@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from . import passkeys
 from .arguments import checked_assignees, function_response_list
 from .audit import actions, trail
 from .audit.canonical import canonical_json, sha256_hex
@@ -55,6 +56,7 @@ __all__ = [
     "recover_stalled",
     "release",
     "retry",
+    "signing_challenge",
     "start",
     "submit_function_responses",
 ]
@@ -298,9 +300,12 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     return None
 
 
-def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
+def _checked_vote(interrupt: Interrupt, response: Any) -> Any:
+    """The decision's answer, unwrapped and valid for its question; else the error."""
+    value = unwrap_response(response)
+    validate_response(interrupt.pk, interrupt.response_schema, value)
     if interrupt.quorum == 1:
-        return
+        return value
     if not isinstance(value, dict) or not isinstance(value.get("approved"), bool):
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
@@ -309,17 +314,25 @@ def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
         raise ResponseValidationError(
             interrupt.pk, "decisions", "is added by the approval service; leave it out"
         )
+    return value
 
 
 @write_transaction
-def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> Decision:
+def decide(
+    interrupt_id: str, response: Any, *, actor: Any, comment: str = "", assertion: Any = None
+) -> Decision:
     """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
     first rejection of a quorum vote), submit the interrupt's answer in the same
     transaction.
 
-    Raises PermissionDenied (the answer policy refuses), AlreadyDecidedError (one decision
-    per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
-    nothing is stored then. `decision.interrupt.status` tells whether it answered.
+    `assertion`: the WebAuthn assertion (its JSON form) by which `actor`'s passkey signed
+    `signing_challenge` of this decision. A question asked with `require_signature` needs
+    one; when given, it must verify, and the decision's audit entry keeps it.
+
+    Raises PermissionDenied (the answer policy refuses; passkeys.SignatureRefused for a
+    missing or bad signature), AlreadyDecidedError (one decision per person),
+    UnknownInterruptError, InterruptNotPendingError or ResponseValidationError; nothing is
+    stored then. `decision.interrupt.status` tells whether it answered.
     """
     checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
     interrupt = _locked_interrupt(interrupt_id)
@@ -328,18 +341,20 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     _require_pending(interrupt)
-    value = unwrap_response(response)
-    validate_response(interrupt.pk, interrupt.response_schema, value)
-    _check_quorum_vote(interrupt, value)
+    value = _checked_vote(interrupt, response)
+    signed = None
+    if interrupt.require_signature or assertion is not None:
+        signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )
+    data = {"decision": decision.pk, "response": value, "comment": comment}
     trail.record(
         actions.DECISION_RECORDED,
         interrupt=interrupt,
         actor=actor,
         on_behalf_of=decision.on_behalf_of,
-        data={"decision": decision.pk, "response": value, "comment": comment},
+        data=data if signed is None else {**data, "assertion": signed},
     )
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
@@ -354,6 +369,19 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
         )
     )
     return decision
+
+
+def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> bytes:
+    """The challenge `actor`'s passkey signs to decide `response` with `comment` on a
+    pending interrupt, checked as `decide` checks it (who may answer, the schema); nothing
+    is stored. See workflows.audit.assertions for how it is derived."""
+    checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
+    interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
+    if interrupt is None:
+        raise UnknownInterruptError(interrupt_id)
+    _require_answerer(actor, interrupt)
+    _require_pending(interrupt)
+    return passkeys.challenge_for(interrupt, _checked_vote(interrupt, response), comment)
 
 
 @write_transaction

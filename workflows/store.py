@@ -173,7 +173,7 @@ INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
     *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
     *("resolved_by_id", "resolved_at", "deadline", "assignees", "quorum", "four_eyes"),
-    "deferred",
+    *("require_signature", "deferred"),
 ]
 JSON_COLUMNS = {
     *("input", "output", "interrupt_ids", "resume_inputs", "payload", "response_schema"),
@@ -269,6 +269,7 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         assignees,
         quorum,
         four_eyes,
+        require_signature,
         deferred,
     ) = row
     return InterruptRecord(
@@ -288,6 +289,7 @@ def interrupt_record(row: tuple) -> InterruptRecord:
                 "assignees": _json(assignees),
                 "quorum": quorum,
                 "four_eyes": bool(four_eyes),
+                "require_signature": bool(require_signature),
             }
         ),
         status=InterruptStatus(status),
@@ -349,6 +351,7 @@ def interrupt_row(record: InterruptRecord) -> Interrupt:
         assignees=request["assignees"],
         quorum=request["quorum"],
         four_eyes=request["four_eyes"],
+        require_signature=request["require_signature"],
     )
 
 
