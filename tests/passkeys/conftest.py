@@ -1,11 +1,12 @@
 """Fixtures of the passkey tests: approvers with a registered software passkey, and the
 assertion of a decision."""
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from tests.api.conftest import client_for  # noqa: F401 (a fixture: token-authenticated API clients)
+from tests.audit.conftest import signing_key  # noqa: F401 (a fixture: receipts are signed)
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
 from workflows import passkeys
@@ -41,8 +42,3 @@ def alice(db):
 @pytest.fixture
 def alices_key(alice) -> SoftAuthenticator:
     return enrol(alice)[1]
-
-
-@pytest.fixture
-def sign() -> Callable[..., dict[str, Any]]:
-    return signature

@@ -325,9 +325,11 @@ class InterruptViewSet(
     @extend_schema(
         summary="The challenge your passkey signs to decide this answer (with this comment)",
         request=ChallengeRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY],
         responses={200: ChallengeSerializer, **errors(404, 409, *POST_ERRORS)},
     )
     @action(detail=True, methods=["post"])
+    @idempotent
     def challenge(self, request: Request, pk: str) -> Response:
         interrupt = self.get_object()
         given = ChallengeRequestSerializer(data=request.data)
