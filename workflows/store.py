@@ -709,6 +709,11 @@ class DjangoStore:
             self._refuse(batch)
         signals.announce(batch, self.using)
 
+    def cursor(self) -> contextlib.AbstractContextManager[Any]:
+        """The store's own cursor (see _cursor), for statements of the write path outside
+        the store that run as often as its own: the audit trail's."""
+        return self._cursor()
+
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:
         """A cursor for the store's own statements, on the driver's own cursor (they run on

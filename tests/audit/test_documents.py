@@ -17,6 +17,7 @@ from tests.audit.conftest import entries, tamper
 from tests.factories import ApproverFactory
 from workflows.audit import receipt, trail, verify_receipt
 from workflows.audit.canonical import canonical_json
+from workflows.audit.entries import entry_content
 from workflows.audit.signing import public_key_pem
 from workflows.models import AuditEntry, Invocation
 
@@ -126,7 +127,7 @@ def test_export_jsonl_lists_every_entry_with_its_hashes(trail_of_two):
     rows = [json.loads(line) for line in lines]
     assert [row["id"] for row in rows] == [e.pk for e in entries()]
     first = entries()[0]
-    assert rows[0] == {"id": first.pk, "entry_hash": first.entry_hash, **trail.entry_content(first)}
+    assert rows[0] == {"id": first.pk, "entry_hash": first.entry_hash, **entry_content(first)}
     assert lines[0].encode() == canonical_json(rows[0])
 
 

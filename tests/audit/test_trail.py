@@ -13,6 +13,7 @@ from tests.audit.conftest import entries
 from tests.factories import ApproverFactory
 from workflows.audit import trail
 from workflows.audit.canonical import GENESIS
+from workflows.audit.entries import entry_content
 from workflows.models import AuditChainHead, AuditEntry, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -111,4 +112,4 @@ def test_on_behalf_of_is_recorded_and_hashed():
     entry = trail.record("decision.recorded", interrupt=interrupt, actor=ada, on_behalf_of=bob)
     stored = AuditEntry.objects.get(pk=entry.pk)
     assert (stored.actor, stored.on_behalf_of) == (ada, bob)
-    assert trail.entry_content(stored)["on_behalf_of"] == str(bob.pk)
+    assert entry_content(stored)["on_behalf_of"] == str(bob.pk)

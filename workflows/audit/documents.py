@@ -19,9 +19,10 @@ from django.utils import timezone
 from ..conf import hitl_settings
 from ..models import AuditEntry, Interrupt
 from .canonical import ENTRY_FIELDS, canonical_json, subject_hash, timestamp
+from .dialects import ENTRIES
+from .entries import entry_content, question_subject
 from .receipts import signed_receipt
 from .signing import load_private_key, sign
-from .trail import ENTRIES, entry_content, question_subject
 
 CHECKPOINT_FORMAT = "hitl-audit-checkpoint/1"
 SIGNING_KEY_HINT = (

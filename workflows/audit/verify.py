@@ -21,8 +21,8 @@ from django.db.models import QuerySet
 from ..models import AuditChainHead, AuditEntry, Interrupt, Invocation
 from .canonical import GENESIS, entry_hash, subject_hash
 from .documents import CHECKPOINT_FORMAT
+from .entries import entry_content, question_subject
 from .signing import InvalidDocument, check_signature, load_public_key
-from .trail import entry_content, question_subject
 
 BATCH = 2000
 CHAIN_KEYS = {"invocation", "head", "last_id", "length"}
