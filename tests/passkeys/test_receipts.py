@@ -17,11 +17,17 @@ from hypothesis import strategies as st
 
 from tests.asking import ask
 from tests.audit.test_receipts import ROOT
-from tests.passkeys.authenticator import SoftAuthenticator
+from tests.passkeys.authenticator import USER_VERIFIED, SoftAuthenticator
 from tests.passkeys.conftest import enrol, signature
 from workflows import services
 from workflows.audit import receipt, verify_assertion, verify_receipt
-from workflows.audit.assertions import b64url, check_decision_assertion, cose_key, from_b64url
+from workflows.audit.assertions import (
+    b64url,
+    check_assertion,
+    check_decision_assertion,
+    cose_key,
+    from_b64url,
+)
 from workflows.audit.canonical import canonical_json, entry_hash
 from workflows.audit.signing import InvalidDocument, public_key_pem, sign
 from workflows.models import AuditEntry
@@ -179,3 +185,38 @@ def test_it_verifies_in_a_process_with_only_cryptography_importable(decision_rec
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [True, True, False]
+
+
+def kept(authenticator: SoftAuthenticator, assertion: dict, rp_id: str = "testserver") -> dict:
+    """An assertion as an entry keeps it."""
+    return {
+        "credential_id": assertion["id"],
+        "authenticator_data": assertion["response"]["authenticatorData"],
+        "client_data_json": assertion["response"]["clientDataJSON"],
+        "signature": assertion["response"]["signature"],
+        "public_key": b64url(authenticator.cose_public_key()),
+        "rp_id": rp_id,
+    }
+
+
+def test_the_offline_check_asks_what_an_authenticator_vouches_for():
+    key, challenge = SoftAuthenticator(), bytes(range(32))
+    check_assertion(kept(key, key.get(challenge)), challenge)
+    check_assertion(kept(key, key.get(challenge, origin="https://a.testserver")), challenge)
+    refusals = [
+        (kept(key, key.get(challenge, flags=USER_VERIFIED)), "no user was present"),
+        (kept(key, key.get(challenge, rp_id="example.com")), "not for 'testserver'"),
+        (kept(key, key.get(challenge, origin="https://testserver.evil")), "signed on"),
+        (kept(key, key.get(bytes(32))), "another challenge"),
+        ({**kept(key, key.get(challenge)), "signature": "%%%"}, "not base64url"),
+        ({k: v for k, v in kept(key, key.get(challenge)).items() if k != "rp_id"}, "lacks rp_id"),
+    ]
+    created = key.get(challenge)
+    client_data = json.loads(from_b64url(created["response"]["clientDataJSON"], "data"))
+    created["response"]["clientDataJSON"] = b64url(
+        json.dumps({**client_data, "type": "webauthn.create"}).encode()
+    )
+    refusals.append((kept(key, created), "not of a WebAuthn assertion"))
+    for assertion, reason in refusals:
+        with pytest.raises(InvalidDocument, match=reason):
+            check_assertion(assertion, challenge)

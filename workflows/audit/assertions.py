@@ -52,10 +52,11 @@ def b64url(data: bytes) -> str:
 
 
 def from_b64url(text: Any, name: str) -> bytes:
-    if not isinstance(text, str):
+    """The bytes of base64url text (padding optional); nothing else is read as such."""
+    if not isinstance(text, str) or "+" in text or "/" in text:
         raise InvalidDocument(f"the assertion's {name} is not base64url text")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
         raise InvalidDocument(f"the assertion's {name} is not base64url") from None
 
