@@ -237,6 +237,9 @@ class Decision(models.Model):
         return f"{self.actor} on {self.interrupt_id}"
 
 
+PASSKEY_NAME_LENGTH = 100
+
+
 class PasskeyCredential(models.Model):
     """A passkey or security key a person registered (WebAuthn) to sign decisions with.
     Written only by workflows.passkeys; `rp_id` and `origin` are where it was registered,
@@ -252,7 +255,7 @@ class PasskeyCredential(models.Model):
     transports = models.JSONField(default=list, blank=True)
     rp_id = models.CharField(max_length=253)
     origin = models.CharField(max_length=300)
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=PASSKEY_NAME_LENGTH)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 

@@ -43,12 +43,11 @@ from .audit.assertions import EDDSA, ES256, RS256, b64url, decision_challenge
 from .audit.canonical import subject_hash
 from .audit.trail import question_subject
 from .conf import hitl_settings
-from .models import Interrupt, PasskeyCredential
+from .models import PASSKEY_NAME_LENGTH, Interrupt, PasskeyCredential
 
 # What receipts verify offline (workflows.audit.assertions): no passkey of another kind.
 ALGORITHMS = [COSEAlgorithmIdentifier(alg) for alg in (EDDSA, ES256, RS256)]
 USER_VERIFICATION = UserVerificationRequirement.PREFERRED
-NAME_LENGTH = PasskeyCredential._meta.get_field("name").max_length
 
 
 @dataclass(frozen=True)
@@ -123,16 +122,16 @@ def registration_options(user: Any, rp: RelyingParty) -> tuple[dict[str, Any], b
 
 @transaction.atomic
 def register(
-    user: Any, credential: Mapping[str, Any] | str, *, challenge: bytes, rp: RelyingParty, name: str
+    user: Any, credential: Any, *, challenge: bytes, rp: RelyingParty, name: str
 ) -> PasskeyCredential:
     """Keep the passkey `credential` (what navigator.credentials.create() returned, in its
     JSON form) as `user`'s, named `name`, once it answers `challenge` on `rp`.
     PasskeyError otherwise."""
     name = name.strip()
-    if not name or len(name) > NAME_LENGTH:
-        raise PasskeyError(f"give the passkey a name of 1 to {NAME_LENGTH} characters")
+    if not name or len(name) > PASSKEY_NAME_LENGTH:
+        raise PasskeyError(f"give the passkey a name of 1 to {PASSKEY_NAME_LENGTH} characters")
     try:
-        parsed = parse_registration_credential_json(credential)  # type: ignore[arg-type]
+        parsed = parse_registration_credential_json(credential)
         verified = verify_registration_response(
             credential=parsed,
             expected_challenge=challenge,

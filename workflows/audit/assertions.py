@@ -127,14 +127,14 @@ def cose_key(data: bytes) -> tuple[int, Any]:
     try:
         if (kty, alg, key.get(-1)) == (2, ES256, 1):
             point = b"\x04" + key[-2] + key[-3]
-            return alg, ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+            return ES256, ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
         if (kty, alg, key.get(-1)) == (1, EDDSA, 6):
-            return alg, Ed25519PublicKey.from_public_bytes(key[-2])
+            return EDDSA, Ed25519PublicKey.from_public_bytes(key[-2])
         if (kty, alg) == (3, RS256):
             numbers = rsa.RSAPublicNumbers(
                 int.from_bytes(key[-2], "big"), int.from_bytes(key[-1], "big")
             )
-            return alg, numbers.public_key()
+            return RS256, numbers.public_key()
     except (KeyError, TypeError, ValueError):
         raise InvalidDocument("the public key's COSE parameters are not a valid key") from None
     raise InvalidDocument(f"a COSE key of type {kty} and algorithm {alg} is not read here")
@@ -195,13 +195,16 @@ def check_assertion(assertion: Any, challenge: bytes) -> None:
 def check_decision_assertion(entry: Mapping[str, Any]) -> None:
     """Raise InvalidDocument unless the entry (a `decision.recorded` entry as receipts show
     it) carries an assertion signing its own question and answer."""
-    data = entry.get("data")
-    if not isinstance(data, Mapping) or "assertion" not in data:
-        raise InvalidDocument("the entry carries no signed decision")
-    challenge = decision_challenge(
+    data, interrupt_id, subject = (
+        entry.get("data"),
         entry.get("interrupt_id"),
         entry.get("subject_hash"),
-        data.get("response"),
-        data.get("comment", ""),
+    )
+    if not isinstance(data, Mapping) or "assertion" not in data:
+        raise InvalidDocument("the entry carries no signed decision")
+    if not isinstance(interrupt_id, str) or not isinstance(subject, str):
+        raise InvalidDocument("the entry names no question")
+    challenge = decision_challenge(
+        interrupt_id, subject, data.get("response"), data.get("comment", "")
     )
     check_assertion(data["assertion"], challenge)
