@@ -18,6 +18,7 @@ from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
 from workflows import passkeys, services
+from workflows.admin.base import ReadOnlyAdmin
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 
@@ -42,25 +43,16 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
 
 
 @admin.register(Passkey)
-class PasskeyAdmin(admin.ModelAdmin):
+class PasskeyAdmin(ReadOnlyAdmin):
     """Your passkeys, and only yours: anyone who may use the admin manages their own. The
-    admin's own add, change and delete views are not used; registering is a ceremony
-    with the browser, removing a POST of its own."""
+    admin's own add, change and delete views are not used: registering is a ceremony
+    with the browser, removing a POST of its own, each through workflows.passkeys."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_urls(self) -> list[URLPattern]:
         view = self.admin_site.admin_view

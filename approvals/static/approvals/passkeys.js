@@ -77,6 +77,22 @@
     }
   }
 
+  // Whether the server refused (then the page says why).
+  function refused(status, reply) {
+    if (!reply.ok) say(status, reply.body.detail, true);
+    return !reply.ok;
+  }
+
+  // The browser's passkey step: its credential, or null (the page says why not).
+  async function withPasskey(status, failure, step) {
+    try {
+      return await step();
+    } catch (error) {
+      say(status, failure + ": " + why(error) + ".", true);
+      return null;
+    }
+  }
+
   function postJSON(url, form, body) {
     const token = form.querySelector("[name=csrfmiddlewaretoken]").value;
     const headers = { "Content-Type": "application/json", "X-CSRFToken": token };
@@ -100,26 +116,15 @@
       const password = form.elements.password ? form.elements.password.value : "";
       say(status, "Follow your browser's steps to create the passkey…");
       const options = await postJSON(form.dataset.optionsUrl, form, { password: password });
-      if (!options.ok) {
-        say(status, options.body.detail, true);
-        return;
-      }
-      let credential;
-      try {
-        credential = await navigator.credentials.create({ publicKey: creationOptions(options.body) });
-      } catch (error) {
-        say(status, "No passkey was added: " + why(error) + ".", true);
-        return;
-      }
+      if (refused(status, options)) return;
+      const credential = await withPasskey(status, "No passkey was added", () =>
+        navigator.credentials.create({ publicKey: creationOptions(options.body) }));
+      if (!credential) return;
       const added = await postJSON(form.dataset.registerUrl, form, {
         name: name,
         credential: credentialJSON(credential),
       });
-      if (!added.ok) {
-        say(status, added.body.detail, true);
-        return;
-      }
-      window.location.reload();
+      if (!refused(status, added)) window.location.reload();
     });
   }
 
@@ -146,17 +151,10 @@
         form.requestSubmit(submitter);
         return;
       }
-      if (!options.ok) {
-        say(status, options.body.detail, true);
-        return;
-      }
-      let credential;
-      try {
-        credential = await navigator.credentials.get({ publicKey: requestOptions(options.body) });
-      } catch (error) {
-        say(status, "Not signed, so nothing was recorded: " + why(error) + ".", true);
-        return;
-      }
+      if (refused(status, options)) return;
+      const credential = await withPasskey(status, "Not signed, so nothing was recorded", () =>
+        navigator.credentials.get({ publicKey: requestOptions(options.body) }));
+      if (!credential) return;
       form.elements.assertion.value = JSON.stringify(credentialJSON(credential));
       form.dataset.signed = "yes";
       say(status, "Signed; recording your decision…");
