@@ -6,11 +6,13 @@ import json
 
 import pytest
 from django.contrib.messages import get_messages
+from django.core import mail
 from django.urls import reverse
 
 from approvals.links import DecisionLink, make_token
 from approvals.passkeys import SESSION_CHALLENGE
 from tests.approvals.conftest import INBOX, decision_url
+from tests.approvals.test_email_links import EMAIL_ON
 from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
@@ -158,6 +160,16 @@ def test_the_challenge_names_where_to_add_a_passkey(alice_client):
     refused = alice_client.post(decision_url(interrupt), form)
     assert (refused.status_code, refused.json()["error"]) == (403, "no_passkey")
     assert refused.json()["passkeys_url"] == PASSKEYS
+
+
+def test_the_mail_about_a_signed_question_links_to_its_page_only(settings, alice):
+    settings.HITL = {**settings.HITL, **EMAIL_ON}
+    alice.email = "alice@example.com"
+    alice.save()
+    ask(assignees=["user:alice"], require_signature=True)
+    (message,) = mail.outbox
+    assert "/admin/approvals/pendingapproval/" in message.body
+    assert "/approvals/email/" not in message.body
 
 
 def test_bulk_approval_and_email_links_leave_signed_questions_alone(alice_client, alice):
