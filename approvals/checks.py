@@ -4,8 +4,16 @@ from typing import Any
 
 from django.apps import apps
 from django.core.checks import Error, Warning, register
+from django.urls import NoReverseMatch, reverse
 
 from workflows.conf import hitl_settings
+
+# The pages a notification e-mail links to (approvals.links and approvals.notify reverse
+# them), with where each comes from.
+EMAILED_PAGES = {
+    "approvals:email-decision": 'path("approvals/", include("approvals.urls"))',
+    "admin:approvals_pendingapproval_change": 'path("admin/", admin.site.urls)',
+}
 
 
 @register()
@@ -20,6 +28,17 @@ def check_approvals(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="approvals.E001",
             )
         )
+    if hitl_settings.EMAIL_NOTIFICATIONS:
+        problems.extend(_unreachable_emailed_pages())
+    if not apps.is_installed("django_jsonform"):
+        problems.append(
+            Error(
+                "django_jsonform is not in INSTALLED_APPS: the decision pages of questions "
+                "whose answers need its JSON editor fail with a server error",
+                hint='add "django_jsonform" to INSTALLED_APPS',
+                id="approvals.E003",
+            )
+        )
     labels = [config.label for config in apps.get_app_configs()]  # INSTALLED_APPS order
     if "admin" in labels and labels.index("approvals") > labels.index("admin"):
         problems.append(
@@ -30,4 +49,23 @@ def check_approvals(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="approvals.W001",
             )
         )
+    return problems
+
+
+def _unreachable_emailed_pages() -> list[Any]:
+    """approvals.E002: a URL the notification e-mails link to is not in the URLconf, so
+    making each e-mail fails and nobody is notified."""
+    problems = []
+    for name, include in EMAILED_PAGES.items():
+        try:
+            reverse(name, args=["x"])
+        except NoReverseMatch:
+            problems.append(
+                Error(
+                    f'HITL["EMAIL_NOTIFICATIONS"] is on but the URL {name!r} the e-mails '
+                    "link to is not in the URLconf: no notification could be sent",
+                    hint=f"add {include} to your ROOT_URLCONF's urlpatterns",
+                    id="approvals.E002",
+                )
+            )
     return problems

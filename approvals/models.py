@@ -2,7 +2,7 @@
 staff see them (the inbox), and the passkeys a person signs decisions with. Decisions
 themselves are `workflows.models.Decision`."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 
@@ -32,4 +32,5 @@ class Passkey(PasskeyCredential):
 def inbox(user: Any) -> QuerySet[PendingApproval]:
     """Pending interrupts `user` may answer and has not decided on yet."""
     pending = PendingApproval.objects.filter(status=InterruptStatus.PENDING)
-    return answer_policy().answerable(user, pending).exclude(decisions__actor=user.pk)
+    answerable = answer_policy().answerable(user, pending)  # of the model it is given
+    return cast("QuerySet[PendingApproval]", answerable.exclude(decisions__actor=user.pk))

@@ -4,7 +4,7 @@
 Run from the repository root:
 
     python bench/audit_cost.py                     # both databases, 400 answers each way
-    python bench/audit_cost.py --backend sqlite    # sqlite | postgres | all (default)
+    python bench/audit_cost.py --backend sqlite    # sqlite | postgres | postgres-prepared | all
     python bench/audit_cost.py --answers 100 --verify-entries 10000   # a quick run
 
 1. `services.submit_function_responses` (one machine answer: one `answer.accepted` entry)
@@ -17,7 +17,9 @@ Run from the repository root:
 2. `verify` over N entries (default 100,000: 10,000 invocations of 10 entries, each bound
    to its question), written straight into the table as a valid trail; the time printed.
 
-PostgreSQL at $HITL_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/h6; its
+`postgres-prepared` runs the PostgreSQL part with HITL["POSTGRES_PREPARED_STATEMENTS"] on
+(the entry's statement is then planned once per connection). PostgreSQL at
+$HITL_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/h6; its
 workflow tables are emptied at the start). SQLite on a temporary file with the project's
 settings. Each backend runs in a subprocess (`--child`) with DJANGO_SETTINGS_MODULE=
 hitl_site.settings and DEBUG=false.
@@ -37,14 +39,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import machine, percentile  # noqa: E402  (after the path is set)
+
 DATABASE_URL = os.environ.get("HITL_BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/h6")
 TARGET_MS = 0.3
 WORKFLOW = "bench_audit_question"
-
-
-def percentile(samples: list[float], pct: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 # --- in the child: Django is set up --------------------------------------------------------
@@ -120,6 +122,13 @@ def time_answers(answers: int) -> dict[str, Any]:
     approver = users.objects.filter(username="bench-approver").first()
     approver = approver or users.objects.create_superuser("bench-approver", password="x")
     real_record = trail.record
+    recording: list[float] = []  # ms inside trail.record, per audited call
+
+    def timed_record(*args: Any, **kwargs: Any) -> Any:
+        begin = time.perf_counter_ns()
+        entry = real_record(*args, **kwargs)
+        recording[-1] += (time.perf_counter_ns() - begin) / 1e6
+        return entry
 
     def no_record(*args: Any, **kwargs: Any) -> None:
         return None
@@ -138,16 +147,23 @@ def time_answers(answers: int) -> dict[str, Any]:
         services.enqueue_run = enqueue_run
         questions = waiting_questions(2 * answers + 20)
         services.enqueue_run = lambda invocation_id: None  # no engine run after the answer
-        samples: dict[str, list[float]] = {"with": [], "without": [], "round trip": []}
+        labels = ("with", "without", "with cpu", "without cpu", "round trip", "in record")
+        samples: dict[str, list[float]] = {label: [] for label in labels}
+        recording.clear()
         for index, question in enumerate(questions):
             audited = index % 2 == 0
-            trail.record = real_record if audited else no_record
-            begin = time.perf_counter_ns()
+            trail.record = timed_record if audited else no_record
+            recording.append(0.0)
+            begin, cpu = time.perf_counter_ns(), time.thread_time_ns()
             answer(question)
-            elapsed = (time.perf_counter_ns() - begin) / 1e6
+            cpu, elapsed = time.thread_time_ns() - cpu, time.perf_counter_ns() - begin
             if index >= 20:  # the first ones warm the connection and the caches
-                samples["with" if audited else "without"].append(elapsed)
+                label = "with" if audited else "without"
+                samples[label].append(elapsed / 1e6)
+                samples[f"{label} cpu"].append(cpu / 1e6)
                 samples["round trip"].append(round_trip())
+                if audited:
+                    samples["in record"].append(recording[-1])
         trail.record, services.enqueue_run = real_record, enqueue_run
         results[name] = {
             label: {"median": statistics.median(s), "p99": percentile(s, 99), "n": len(s)}
@@ -215,6 +231,13 @@ def write_trail(entries: int, per_chain: int = 10) -> None:
 
 def child(args: argparse.Namespace) -> None:
     setup()
+    if args.prepared:
+        from django.conf import settings
+
+        from workflows.conf import hitl_settings
+
+        settings.HITL = {**settings.HITL, "POSTGRES_PREPARED_STATEMENTS": True}
+        hitl_settings.reload()
     from django.db import connection
 
     from workflows.audit.verify import verify
@@ -250,6 +273,8 @@ def run_child(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
     out = workdir / f"{kind}.json"
     command = [sys.executable, __file__, "--child", str(out)]
     command += ["--answers", str(args.answers), "--verify-entries", str(args.verify_entries)]
+    if kind == "postgres-prepared":
+        command.append("--prepared")
     if subprocess.run(command, cwd=ROOT, env=env, check=False).returncode != 0:
         print(f"!! {kind} child failed", file=sys.stderr)
         return None
@@ -258,19 +283,27 @@ def run_child(kind: str, args: argparse.Namespace, workdir: Path) -> dict[str, A
 
 def report(kind: str, results: dict[str, Any]) -> bool:
     met = True
-    print(f"\n{kind}: the answer path, ms per call (median, p99; n each way)")
-    print(f"{'call':28} {'without audit':>16} {'with audit':>16} {'added':>8}  target")
+    print(f"\n{kind}: the answer path, ms per call: wall (median, p99) and this thread's CPU")
+    print(f"{'call':26} {'without audit':>22} {'with audit':>22} {'added':>15}  target")
     for name, timing in results["answers"].items():
         trip = timing["round trip"]
         without, audited = timing["without"], timing["with"]
+        cpu_without, cpu_with = timing["without cpu"], timing["with cpu"]
         added = audited["median"] - without["median"]
+        added_cpu = cpu_with["median"] - cpu_without["median"]
         ok = added <= TARGET_MS
         met &= ok
         print(
-            f"{name:28} {without['median']:7.3f} {without['p99']:7.3f} "
-            f"{audited['median']:8.3f} {audited['p99']:7.3f} {added:+8.3f}  "
-            f"{'met' if ok else 'MISSED'} (<= +{TARGET_MS} ms, n={audited['n']}; "
-            f"SELECT 1 meanwhile: {trip['median']:.3f}, p99 {trip['p99']:.3f})"
+            f"{name:26} {without['median']:7.3f} {without['p99']:7.3f} {cpu_without['median']:6.3f}"
+            f" {audited['median']:7.3f} {audited['p99']:7.3f} {cpu_with['median']:6.3f}"
+            f" {added:+7.3f} {added_cpu:+7.3f}  {'met' if ok else 'MISSED'} (wall, "
+            f"<= +{TARGET_MS} ms; n={audited['n']}; SELECT 1 meanwhile: median "
+            f"{trip['median']:.3f}, p99 {trip['p99']:.3f})"
+        )
+        inside = timing["in record"]
+        print(
+            f"{'':26} of which inside trail.record (the entries' statements, before commit): "
+            f"median {inside['median']:.3f}, p99 {inside['p99']:.3f}"
         )
     check = results["verify"]
     print(
@@ -282,16 +315,23 @@ def report(kind: str, results: dict[str, Any]) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres", "postgres-prepared", "all"],
+        default="all",
+        help='postgres-prepared: with HITL["POSTGRES_PREPARED_STATEMENTS"] (all: the three)',
+    )
     parser.add_argument("--answers", type=int, default=400, help="answers timed each way")
     parser.add_argument("--verify-entries", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--prepared", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
         return
-    kinds = ["sqlite", "postgres"] if args.backend == "all" else [args.backend]
+    kinds = ["sqlite", "postgres", "postgres-prepared"] if args.backend == "all" else [args.backend]
     met = True
+    print(machine())
     with tempfile.TemporaryDirectory() as workdir:
         for kind in kinds:
             results = run_child(kind, args, Path(workdir))

@@ -132,7 +132,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# The answer rule (DESIGN 4.1): user.has_perm("workflows.answer_interrupt", interrupt).
+# The answer rule: user.has_perm("workflows.answer_interrupt", interrupt).
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "workflows.backends.AnswerPermissionBackend",
@@ -197,6 +197,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
+        "schedule": timedelta(hours=1),
+    },
+    # A signed checkpoint of the audit chains to HITL["AUDIT_CHECKPOINT_PATH"] (off unset).
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
         "schedule": timedelta(hours=1),
     },
 }

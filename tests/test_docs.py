@@ -48,3 +48,23 @@ def test_reference_documents_every_setting_and_system_check():
     assert check_ids, "no system check found"
     missing = [check for check in check_ids if f"| `{check}` |" not in reference]
     assert missing == [], f"system checks missing from docs/reference.md: {missing}"
+
+
+def user_facing_pages() -> dict[str, str]:
+    pages = {path.name: path.read_text() for path in DOCS.glob("*.md")}
+    pages["README.md"] = (DOCS.parent / "README.md").read_text()
+    return pages
+
+
+def test_docs_state_the_rules_instead_of_citing_the_design_document():
+    citing = [name for name, text in user_facing_pages().items() if "DESIGN" in text]
+    assert citing == [], f"pages citing DESIGN, which readers do not have: {citing}"
+
+
+def test_install_commands_name_the_wheel_this_checkout_builds():
+    """The package is not on an index: every pip install names the wheel of this version."""
+    version = re.search(r'^version = "(.+)"', (DOCS.parent / "pyproject.toml").read_text(), re.M)
+    wheel = f"dist/django_hitl_workflows-{version[1]}-py3-none-any.whl["
+    for name, text in user_facing_pages().items():
+        for command in re.findall(r"^pip install .*$", text, flags=re.MULTILINE):
+            assert wheel in command, f"{name}: {command}"

@@ -1,5 +1,5 @@
 """The authentication backend that answers `user.has_perm("workflows.answer_interrupt",
-interrupt)` with the answer policy (DESIGN 4.1), so the admin, DRF permission classes and
+interrupt)` with the answer policy, so the admin, DRF permission classes and
 templates all ask the same question. Add it next to Django's ModelBackend:
 
     AUTHENTICATION_BACKENDS = [

@@ -8,10 +8,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import connections
 
-from .conf import DEFAULTS
+from .audit.documents import SIGNING_KEY_HINT
+from .audit.signing import load_private_key
+from .conf import DEFAULTS, hitl_settings
 from .registry import registry
 
 CELERY_HINT = (
@@ -147,3 +151,88 @@ def check_hitl_settings(**kwargs: Any) -> list[CheckMessage]:
                 )
             )
     return messages
+
+
+ANSWER_BACKEND = "workflows.backends.AnswerPermissionBackend"
+POLICY_METHODS = ("can_answer", "answerable")
+
+
+@register()
+def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """workflows.E101: the backend that serves the answer rule to `user.has_perm` is
+    missing; workflows.E102: HITL["ANSWER_POLICY"] cannot be imported or is no policy."""
+    errors: list[CheckMessage] = []
+    if ANSWER_BACKEND not in settings.AUTHENTICATION_BACKENDS:
+        errors.append(
+            Error(
+                f'user.has_perm("workflows.answer_interrupt", interrupt) is False for every '
+                f"non-superuser: {ANSWER_BACKEND} is not in AUTHENTICATION_BACKENDS",
+                hint=f'add "{ANSWER_BACKEND}" after Django\'s ModelBackend',
+                id="workflows.E101",
+            )
+        )
+    try:
+        policy = hitl_settings.ANSWER_POLICY
+    except ImportError as exc:
+        errors.append(Error(str(exc), id="workflows.E102"))
+    else:
+        missing = [m for m in POLICY_METHODS if not callable(getattr(policy, m, None))]
+        if missing:
+            errors.append(
+                Error(
+                    f'HITL["ANSWER_POLICY"] {policy.__module__}.{policy.__qualname__} '
+                    f"lacks {missing}",
+                    hint="subclass workflows.policy.AssigneePolicy",
+                    id="workflows.E102",
+                )
+            )
+    return errors
+
+
+@register(Tags.security)
+def check_audit_signing_key(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.E005: AUDIT_SIGNING_KEY is not an Ed25519 private key in PEM;
+    workflows.W002: checkpoints are written (AUDIT_CHECKPOINT_PATH) but cannot be signed."""
+    pem = hitl_settings.AUDIT_SIGNING_KEY
+    if pem:
+        try:
+            load_private_key(pem)
+        except (ValueError, TypeError) as exc:
+            return [
+                Error(
+                    f'HITL["AUDIT_SIGNING_KEY"] is {exc}: receipts and checkpoints cannot be '
+                    "signed.",
+                    hint=SIGNING_KEY_HINT,
+                    id="workflows.E005",
+                )
+            ]
+        return []
+    if hitl_settings.AUDIT_CHECKPOINT_PATH:
+        return [
+            Warning(
+                'HITL["AUDIT_CHECKPOINT_PATH"] is set but HITL["AUDIT_SIGNING_KEY"] is not: '
+                "no checkpoint (and no receipt) can be signed, so none is written.",
+                hint=SIGNING_KEY_HINT,
+                id="workflows.W002",
+            )
+        ]
+    return []
+
+
+@register(Tags.compatibility)
+def check_append_only_trigger(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.E006: on PostgreSQL, pgtrigger keeps the trigger that refuses UPDATE and
+    DELETE on the audit entries; it must be an installed app."""
+    if apps.is_installed("pgtrigger"):
+        return []
+    if not any(connections[alias].vendor == "postgresql" for alias in settings.DATABASES):
+        return []
+    return [
+        Error(
+            '"pgtrigger" is not in INSTALLED_APPS: on PostgreSQL it keeps the trigger that '
+            "makes the audit trail append-only.",
+            hint='Add "pgtrigger" (the django-pgtrigger package) to INSTALLED_APPS; see '
+            "docs/embedding.md.",
+            id="workflows.E006",
+        )
+    ]

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
 
 DEFAULTS: dict[str, Any] = {
     # Extra modules to import for workflow definitions (besides each app's workflows.py).
@@ -36,6 +37,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds the API keeps an `Idempotency-Key` and the response it answered: a repeat
     # within that time gets the stored response instead of doing the work again.
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+    # Requests per client address to the API's token endpoint (username and password in
+    # exchange for a token), in DRF's rate format: what bounds password guessing.
+    "TOKEN_THROTTLE_RATE": "10/min",
     # Webhook deliveries: attempts per message (the first one included), the delay before
     # the first retry (doubling after each failure, capped at WEBHOOK_MAX_BACKOFF), and how
     # long one attempt may take.
@@ -46,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a process remembers that no webhook endpoint is active (no query per event
     # meanwhile); an endpoint added in another process gets events after at most this.
     "WEBHOOK_ENDPOINTS_CACHE_SECONDS": 5,
-    # Who may answer an interrupt (DESIGN 4.1): dotted path of a policy class with
+    # Who may answer an interrupt: dotted path of a policy class with
     # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
     # E-mail the assignees when an interrupt opens, with signed approve/reject links.
@@ -73,13 +77,32 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# The settings that name a class by its dotted path: read as the class itself, imported
+# on first use and kept until the settings change.
+IMPORT_STRINGS = frozenset({"ANSWER_POLICY"})
+
+
+def perform_import(value: Any, name: str) -> Any:
+    """The object a dotted-path setting names (a value that is not a string as it is);
+    ImportError naming the setting when it cannot be imported."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return import_string(value)
+    except ImportError as exc:
+        raise ImportError(f'HITL["{name}"] cannot be imported: {exc}') from exc
+
+
 class HitlSettings:
-    """Attribute access to HITL settings: `hitl_settings.LEASE_SECONDS`."""
+    """Attribute access to HITL settings: `hitl_settings.LEASE_SECONDS`; the classes that
+    IMPORT_STRINGS settings name, imported: `hitl_settings.ANSWER_POLICY`."""
 
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:
             raise AttributeError(f"unknown HITL setting {name!r}")
         value = getattr(settings, "HITL", {}).get(name, DEFAULTS[name])
+        if name in IMPORT_STRINGS:
+            value = perform_import(value, name)
         self.__dict__[name] = value
         return value
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from .conf import hitl_settings
 from .engine.status import InterruptStatus, NodeStatus
 from .models import Heartbeat, Interrupt, Invocation
+from .task_mode import TaskMode, task_mode
 
 
 @dataclass
@@ -25,7 +26,7 @@ class WorkflowQuestions:
 @dataclass
 class Health:
     now: datetime
-    eager: bool
+    tasks: TaskMode
     questions: list[WorkflowQuestions]
     oldest_question: Interrupt | None
     overdue: int
@@ -43,8 +44,6 @@ def fresh(beats: list[Heartbeat], now: datetime) -> list[Heartbeat]:
 
 
 def check_health(*, failed_within: timedelta = timedelta(hours=24)) -> Health:
-    from celery import current_app
-
     now = timezone.now()
     grace = timedelta(seconds=hitl_settings.HEARTBEAT_STALE_SECONDS)
     stalled_after = timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
@@ -57,7 +56,7 @@ def check_health(*, failed_within: timedelta = timedelta(hours=24)) -> Health:
     ]
     health = Health(
         now=now,
-        eager=bool(current_app.conf.task_always_eager),
+        tasks=task_mode(),
         questions=questions,
         oldest_question=pending.order_by("created_at").first(),
         overdue=pending.filter(deadline__lt=now - grace).count(),
@@ -83,7 +82,12 @@ def check_health(*, failed_within: timedelta = timedelta(hours=24)) -> Health:
         )
     if health.failed:
         health.problems.append(f"{health.failed} invocation(s) FAILED since {health.failed_since}")
-    if not health.eager and not fresh(health.workers, now):
+    if health.tasks.in_memory and not health.tasks.eager:
+        health.problems.append(
+            f"tasks are sent to the in-memory broker {health.tasks.broker}, which no worker "
+            "can read: set CELERY_BROKER_URL to a real broker, or run eagerly"
+        )
+    elif not health.tasks.eager and not fresh(health.workers, now):
         health.problems.append("no Celery worker heartbeat: is a worker running?")
     if not fresh(health.periodic, now):
         health.problems.append(

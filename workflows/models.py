@@ -8,6 +8,7 @@ from datetime import timedelta
 import pgtrigger
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -159,7 +160,7 @@ class Interrupt(models.Model):
     message = models.TextField(blank=True)
     payload = models.JSONField(null=True, blank=True)
     response_schema = models.JSONField(null=True, blank=True)
-    # Who answers (DESIGN 4.1): "user:<username>"/"group:<name>" strings; empty: anyone
+    # Who answers: "user:<username>"/"group:<name>" strings; empty: anyone
     # with the answer permission. `quorum` approvals answer; `four_eyes` bars the starter.
     assignees = models.JSONField(default=list, blank=True)
     quorum = models.PositiveSmallIntegerField(default=1)
@@ -214,7 +215,7 @@ class Interrupt(models.Model):
 
 
 class Decision(models.Model):
-    """One person's answer to an interrupt (DESIGN 4.1): immutable, one per person.
+    """One person's answer to an interrupt: immutable, one per person.
     Enough of them (the interrupt's quorum) become its FunctionResponse."""
 
     interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="decisions")
@@ -379,10 +380,14 @@ def new_webhook_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
+# Deliveries are HTTP POSTs: URLField's default would also accept ftp:// and ftps://.
+webhook_url_validator = URLValidator(schemes=["http", "https"])
+
+
 class WebhookEndpoint(models.Model):
     """A URL that receives signed event notifications."""
 
-    url = models.URLField(max_length=2000)
+    url = models.URLField(max_length=2000, validators=[webhook_url_validator])
     secret = models.CharField(
         max_length=200,
         default=new_webhook_secret,

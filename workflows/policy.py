@@ -1,4 +1,4 @@
-"""Who may answer an interrupt (DESIGN 4.1): one rule for the admin inbox, the API and the
+"""Who may answer an interrupt: one rule for the admin inbox, the API and the
 e-mail links.
 
 The rule lives in a policy class with two faces: `can_answer(user, interrupt)` for one
@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.core.checks import Error, register
 from django.db.models import Q, QuerySet
-from django.utils.module_loading import import_string
 
 from .conf import hitl_settings
 from .expressions import HasAnyElement
@@ -79,7 +76,7 @@ class AssigneePolicy:
 
 def answer_policy() -> AssigneePolicy:
     """An instance of the policy `HITL["ANSWER_POLICY"]` names."""
-    return import_string(hitl_settings.ANSWER_POLICY)()
+    return hitl_settings.ANSWER_POLICY()
 
 
 def can_reassign(user: Any, interrupt: Interrupt) -> bool:
@@ -88,40 +85,3 @@ def can_reassign(user: Any, interrupt: Interrupt) -> bool:
     if not (user and user.is_authenticated and user.is_active):
         return False
     return user.has_perm(REASSIGN_PERMISSION) or answer_policy().can_answer(user, interrupt)
-
-
-# System check: the rule is configured.
-BACKEND = "workflows.backends.AnswerPermissionBackend"
-
-
-@register()
-def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    errors = []
-    if BACKEND not in settings.AUTHENTICATION_BACKENDS:
-        errors.append(
-            Error(
-                f'user.has_perm("workflows.answer_interrupt", interrupt) is False for every '
-                f"non-superuser: {BACKEND} is not in AUTHENTICATION_BACKENDS",
-                hint=f'add "{BACKEND}" after Django\'s ModelBackend',
-                id="workflows.E101",
-            )
-        )
-    try:
-        policy = import_string(hitl_settings.ANSWER_POLICY)
-    except ImportError as exc:
-        errors.append(
-            Error(f'HITL["ANSWER_POLICY"] cannot be imported: {exc}', id="workflows.E102")
-        )
-    else:
-        missing = [
-            m for m in ("can_answer", "answerable") if not callable(getattr(policy, m, None))
-        ]
-        if missing:
-            errors.append(
-                Error(
-                    f'HITL["ANSWER_POLICY"] {hitl_settings.ANSWER_POLICY} lacks {missing}',
-                    hint="subclass workflows.policy.AssigneePolicy",
-                    id="workflows.E102",
-                )
-            )
-    return errors

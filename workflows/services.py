@@ -141,9 +141,9 @@ def _create_invocation(
 def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) -> Invocation:
     """Accept answers to pending interrupts of one invocation and enqueue its resume.
 
-    `actor`: the user answering (a machine's account too): the answer policy (DESIGN
-    4.1) must let them answer every interrupt, else PermissionDenied. None: the system
-    itself (a node, a management command), which the policy does not restrict.
+    `actor`: the user answering (a machine's account too): the answer policy must let
+    them answer every interrupt, else PermissionDenied. None: the system itself (a node,
+    a management command), which the policy does not restrict.
 
     Raises UnknownInterruptError, InterruptNotPendingError, ResponseValidationError or
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
@@ -242,7 +242,7 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     return _invocation(checkpoint.invocation.id)
 
 
-# --- Decisions: who answers (DESIGN 4.1) ------------------------------------------------------
+# --- Decisions: who answers -------------------------------------------------------------------
 # A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
 # submitted through submit_function_responses in the same transaction. Each function
 # takes its locks in the project's one order (the invocation row, then the interrupt row,

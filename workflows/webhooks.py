@@ -21,10 +21,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from datetime import datetime
-from functools import wraps
+from datetime import UTC, datetime
+from functools import partial, wraps
 from typing import Any
 
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F
@@ -42,6 +43,8 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    new_webhook_secret,
+    webhook_url_validator,
 )
 
 logger = logging.getLogger(__name__)
@@ -132,7 +135,7 @@ def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[Web
             for endpoint in endpoints
         )
         for delivery in deliveries:
-            transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, delivery.pk))
     return deliveries
 
 
@@ -151,6 +154,9 @@ def backoff(retries: int) -> float:
 
 
 def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dict[str, str]:
+    """The headers of a message signed at `at`, an aware UTC time: standardwebhooks signs
+    any time as if it were UTC, so a naive local one (timezone.now() with USE_TZ=False)
+    would sign another timestamp than the header's."""
     return {
         "Content-Type": "application/json",
         "User-Agent": "django-hitl-workflows",
@@ -160,18 +166,57 @@ def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dic
     }
 
 
+def secret_problem(secret: str) -> str:
+    """Why `secret` cannot sign a Standard Webhooks message; "" when it can."""
+    try:
+        signed_headers(secret, "msg_check", "{}", datetime.now(UTC))
+    except Exception as exc:  # whatever the library raises for it: bad base64, empty...
+        return f"this secret cannot sign webhooks ({type(exc).__name__}: {exc})"
+    return ""
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is the endpoint's answer, a failed attempt: following it would turn the
+    POST into a body-less GET, to whatever host the Location names."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
 def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int | None, str]:
     """POST once; the status code (None when there was no HTTP answer) and the error."""
     request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
     try:
         timeout = hitl_settings.WEBHOOK_TIMEOUT_SECONDS
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _opener.open(request, timeout=timeout) as response:
             return response.status, ""
     except urllib.error.HTTPError as exc:
         excerpt = exc.read(ERROR_EXCERPT).decode(errors="replace")
+        if 300 <= exc.code < 400:
+            excerpt = f"redirects are not followed (Location: {exc.headers.get('Location')})"
         return exc.code, f"HTTP {exc.code} {exc.reason}: {excerpt}".strip()
     except (OSError, ValueError) as exc:  # refused, timed out, bad URL
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
+    """Sign and POST the delivery once: the status code and the error, as _post."""
+    body = json.dumps(delivery.payload, separators=(",", ":"))
+    # Failed attempts like any other (retried, resendable once the endpoint is fixed). The
+    # URL is checked here too: rows made in code skip the model's validation, and urllib
+    # would also open file:// and ftp:// URLs.
+    try:
+        webhook_url_validator(delivery.endpoint.url)
+    except ValidationError:
+        return None, f"not sent: {delivery.endpoint.url!r} is not an http or https URL"
+    problem = secret_problem(delivery.endpoint.secret)
+    if problem:
+        return None, f"not sent: {problem}; set a new secret on the endpoint"
+    headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, datetime.now(UTC))
+    return _post(delivery.endpoint.url, body, headers)
 
 
 def deliver(delivery_id: Any) -> None:
@@ -180,10 +225,8 @@ def deliver(delivery_id: Any) -> None:
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
         return
-    body = json.dumps(delivery.payload, separators=(",", ":"))
-    headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, timezone.now())
     started = time.perf_counter()
-    status_code, error = _post(delivery.endpoint.url, body, headers)
+    status_code, error = _attempt(delivery)
     duration_ms = (time.perf_counter() - started) * 1000
     delivered = status_code is not None and 200 <= status_code < 300
     with transaction.atomic():
@@ -215,8 +258,33 @@ def resend(deliveries: Iterable[WebhookDelivery]) -> int:
             status=WebhookDelivery.Status.PENDING, attempts=0, delivered_at=None
         )
         for pk in ids:
-            transaction.on_commit(lambda pk=pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, pk))
     return len(ids)
+
+
+# --- endpoint secrets -----------------------------------------------------------------------
+# A secret signs every message: whoever reads it can forge them. Pages show it masked; the
+# one who sets or rotates it sees it once.
+
+CHANGE_ENDPOINT = "workflows.change_webhookendpoint"
+
+
+def masked_secret(secret: str) -> str:
+    """`whsec_…` and the last four characters (of a secret long enough to spare them)."""
+    prefix = "whsec_" if secret.startswith("whsec_") else ""
+    tail = secret[-4:] if len(secret) - len(prefix) >= 16 else ""
+    return f"{prefix}…{tail}"
+
+
+def rotate_webhook_secret(endpoint: WebhookEndpoint, *, actor: Any) -> str:
+    """Give the endpoint a new secret and return it (to show once to `actor`, who must hold
+    workflows.change_webhookendpoint; None: the system). Messages signed from now on use
+    it, retries of earlier ones included."""
+    if actor is not None and not actor.has_perm(CHANGE_ENDPOINT):
+        raise PermissionDenied(f"rotating a webhook secret needs {CHANGE_ENDPOINT}")
+    endpoint.secret = new_webhook_secret()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(secret=endpoint.secret)
+    return endpoint.secret
 
 
 # --- signal receivers -----------------------------------------------------------------------

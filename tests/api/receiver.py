@@ -1,5 +1,6 @@
 """A webhook receiver on loopback (http.server in a thread) that verifies each request's
-Standard Webhooks signature with the `standardwebhooks` package and keeps what it got."""
+Standard Webhooks signature with the `standardwebhooks` package and keeps what it got
+(a GET, which a followed redirect would make, is kept apart)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ class Received:
 class Receiver:
     secret: str
     url: str = ""
-    # Status codes to answer, in order; 204 once they run out.
+    # Status codes to answer, in order; 204 once they run out. A 3xx points elsewhere on
+    # this server (Location: <url>/moved), where a GET is answered 200 and kept in `gets`.
     statuses: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
+    gets: list[str] = field(default_factory=list)
     bad_signatures: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -56,6 +59,14 @@ def webhook_receiver(secret: str, statuses: list[int] | None = None) -> Iterator
                     if status < 300:
                         receiver.received.append(Received(headers, json.loads(raw)))
             self.send_response(status)
+            if 300 <= status < 400:
+                self.send_header("Location", f"{receiver.url}/moved")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            with receiver.lock:
+                receiver.gets.append(self.path)
+            self.send_response(200)
             self.end_headers()
 
         def log_message(self, format: str, *args: Any) -> None:

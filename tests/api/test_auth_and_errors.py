@@ -8,7 +8,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from workflows.api.exceptions import STATUS_BY_CODE
 from workflows.engine import errors as engine_errors
 
-from .conftest import error_of, snapshot
+from .conftest import error_of, pending, snapshot, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,6 +43,17 @@ def test_token_endpoint_exchanges_a_password_for_the_token(operator):
         "/api/token/", {"username": operator.username, "password": "wrong"}, format="json"
     )
     assert error_of(refused)[:2] == (400, "invalid_request")
+
+
+def test_password_guesses_at_the_token_endpoint_are_throttled(operator, settings):
+    guess = {"username": operator.username, "password": "wrong"}
+    for _ in range(10):
+        assert APIClient().post("/api/token/", guess, format="json").status_code == 400
+    refused = APIClient().post("/api/token/", guess, format="json")
+    assert error_of(refused)[:2] == (429, "throttled")
+    assert int(refused["Retry-After"]) > 0
+    settings.HITL = {**settings.HITL, "TOKEN_THROTTLE_RATE": "100/min"}
+    assert APIClient().post("/api/token/", guess, format="json").status_code == 400
 
 
 def test_throttling_answers_429(api, monkeypatch):
@@ -136,3 +147,17 @@ def test_every_code_a_caller_can_cause_has_a_status():
     }
     unmapped = codes_below(engine_errors.WorkflowError) - set(STATUS_BY_CODE) - internal
     assert unmapped == set()
+
+
+def test_only_a_request_of_the_wrong_shape_lists_every_message_by_field(api):
+    shape = api.post("/api/function-responses/", {"function_responses": [{}]}, format="json")
+    assert error_of(shape)[:2] == (400, "invalid_request")
+    assert shape.json()["errors"]["function_responses"]["0"]["id"] == ["This field is required."]
+    question = pending(start())[0]
+    answer = api.post(
+        f"/api/interrupts/{question.id}/decisions/",
+        {"response": {"approved": "yes"}},
+        format="json",
+    )
+    assert error_of(answer) == (400, "invalid_response", "approved")
+    assert "errors" not in answer.json()

@@ -7,7 +7,7 @@ import logging
 import pytest
 from django.contrib.admin.sites import AdminSite
 from django.contrib.messages.storage.fallback import FallbackStorage
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 
 from tests.factories import StaffFactory
 from workflows import webhooks
@@ -88,6 +88,64 @@ def test_a_delivery_gives_up_after_the_last_attempt(settings):
     assert (delivery.status, delivery.attempts) == ("failed", 2)
     errors = list(delivery.attempt_log.values_list("status_code", "error"))
     assert all(code is None and "refused" in error.lower() for code, error in errors), errors
+
+
+def test_a_redirect_is_a_failed_attempt_and_is_not_followed(settings):
+    settings.HITL = {**settings.HITL, "WEBHOOK_MAX_ATTEMPTS": 1}
+    with webhook_receiver(WebhookEndpoint().secret, statuses=[301]) as receiver:
+        endpoint(receiver.url, secret=receiver.secret)
+        (delivery,) = webhooks.queue_event("invocation.finished", lambda: {"n": 1})
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 1)
+    ((status_code, error),) = delivery.attempt_log.values_list("status_code", "error")
+    assert status_code == 301
+    assert "redirects are not followed" in error and f"{receiver.url}/moved" in error
+    assert receiver.gets == []  # no body-less GET to where the redirect pointed
+
+
+def test_a_secret_that_cannot_sign_fails_each_attempt_with_the_reason(settings):
+    settings.HITL = {**settings.HITL, "WEBHOOK_MAX_ATTEMPTS": 2}
+    with webhook_receiver(WebhookEndpoint().secret) as receiver:
+        endpoint(receiver.url, secret="whsec_a")  # not base64
+        (delivery,) = webhooks.queue_event("invocation.finished", lambda: {})
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", 2)
+    errors = list(delivery.attempt_log.values_list("status_code", "error"))
+    assert len(errors) == 2
+    assert all(code is None and "cannot sign" in error for code, error in errors), errors
+    assert receiver.received == [] and receiver.bad_signatures == []
+
+
+def test_signatures_verify_without_time_zone_support():
+    with (
+        override_settings(USE_TZ=False, TIME_ZONE="Asia/Tokyo"),
+        webhook_receiver(WebhookEndpoint().secret) as receiver,
+    ):
+        endpoint(receiver.url, secret=receiver.secret)
+        (delivery,) = webhooks.queue_event("invocation.finished", lambda: {"n": 1})
+        delivery.refresh_from_db()
+    assert receiver.bad_signatures == []
+    assert receiver.events() == ["invocation.finished"]
+    assert delivery.status == "delivered"
+
+
+def test_only_http_and_https_endpoints_are_accepted_or_sent_to(client, settings):
+    client.force_login(StaffFactory())
+    form = {"secret": WebhookEndpoint().secret, "events": "[]", "is_active": "on"}
+    for url in ("ftp://files.example.com/hooks", "file:///etc/passwd"):
+        page = client.post("/admin/workflows/webhookendpoint/add/", {**form, "url": url})
+        assert page.status_code == 200 and "Enter a valid URL." in page.content.decode(), url
+    assert not WebhookEndpoint.objects.exists()
+    added = {**form, "url": "https://hooks.example.com"}
+    assert client.post("/admin/workflows/webhookendpoint/add/", added).status_code == 302
+    assert WebhookEndpoint.objects.get().url == "https://hooks.example.com"
+    # A row made in code skips validation; its deliveries are refused, not sent.
+    WebhookEndpoint.objects.all().delete()
+    settings.HITL = {**settings.HITL, "WEBHOOK_MAX_ATTEMPTS": 1}
+    endpoint("file:///etc/passwd")
+    (delivery,) = webhooks.queue_event("invocation.finished", lambda: {})
+    (error,) = delivery.attempt_log.values_list("error", flat=True)
+    assert "is not an http or https URL" in error
 
 
 def test_backoff_doubles_and_is_capped(settings):

@@ -1,8 +1,14 @@
 """System checks of the approvals app's configuration."""
 
 from django.conf import settings
+from django.contrib import admin
 from django.core.checks import run_checks
 from django.test import override_settings
+from django.urls import path
+
+# A URLconf (this module) with the admin but not approvals.urls.
+urlpatterns = [path("admin/", admin.site.urls)]
+MAIL_ON = {"EMAIL_NOTIFICATIONS": True, "EMAIL_BASE_URL": "https://ops.example.com"}
 
 
 def check_ids() -> set[str]:
@@ -22,3 +28,22 @@ def test_listing_approvals_after_the_admin_loses_the_index_count():
     others = [app for app in settings.INSTALLED_APPS if app != "approvals"]
     with override_settings(INSTALLED_APPS=[*others, "approvals.apps.ApprovalsConfig"]):
         assert "approvals.W001" in check_ids()
+
+
+def test_mail_without_the_approvals_urls_is_a_configuration_error():
+    with override_settings(HITL=MAIL_ON):
+        assert "approvals.E002" not in check_ids()
+        with override_settings(ROOT_URLCONF=__name__):
+            (problem,) = [p for p in run_checks() if p.id == "approvals.E002"]
+    assert "approvals:email-decision" in problem.msg
+    assert 'include("approvals.urls")' in problem.hint
+    with override_settings(ROOT_URLCONF=__name__):
+        assert "approvals.E002" not in check_ids()  # no e-mails, no links to reach
+
+
+def test_without_django_jsonform_installed_the_decision_pages_cannot_render():
+    assert "approvals.E003" not in check_ids()
+    others = [app for app in settings.INSTALLED_APPS if app != "django_jsonform"]
+    with override_settings(INSTALLED_APPS=others):
+        (problem,) = [p for p in run_checks() if p.id == "approvals.E003"]
+    assert problem.hint == 'add "django_jsonform" to INSTALLED_APPS'

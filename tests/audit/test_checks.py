@@ -10,7 +10,7 @@ from django.conf import settings as django_settings
 from django.core.checks import run_checks
 from django.db import connections
 
-from workflows.audit import checks
+from workflows import checks
 
 
 def hitl(**values):

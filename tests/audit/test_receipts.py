@@ -2,7 +2,12 @@
 even be imported, and fail on any altered byte, another key, or a changed subject."""
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
+import cryptography
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
@@ -10,11 +15,12 @@ from hypothesis import strategies as st
 
 from tests.asking import ask
 from tests.factories import ApproverFactory
-from tests.offline import run_offline
 from workflows.audit import InvalidDocument, check_receipt, receipt, trail, verify_receipt
 from workflows.audit.canonical import canonical_json
 from workflows.audit.signing import public_key_pem
 from workflows.models import Interrupt
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -114,7 +120,17 @@ def test_no_receipt_once_the_question_was_changed(transactional_db, signing_key)
         receipt(entry)
 
 
-VERIFY = """
+NO_DJANGO = textwrap.dedent(
+    """
+    import json, sys
+
+    class NoFrameworks:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {"django", "celery", "rest_framework", "kombu"}:
+                raise ImportError(f"{name} is not importable here")
+
+    sys.meta_path.insert(0, NoFrameworks())
+    sys.path[:0] = sys.argv[1:3]
     from workflows.audit import verify_receipt
 
     receipt, public_key = json.loads(sys.stdin.read())
@@ -123,9 +139,52 @@ VERIFY = """
     bad = verify_receipt(receipt, public_key)
     assert not [m for m in sys.modules if m.split(".")[0] in {"django", "celery"}]
     print(json.dumps([good, bad]))
-"""
+    """
+)
 
 
 def test_it_verifies_in_a_process_with_only_cryptography_importable(decision_receipt, signing_key):
-    given = [decision_receipt, public_key_pem(signing_key)]
-    assert run_offline(VERIFY, given) == [True, False]
+    # -S -I: no site, no environment; the path holds the repository and the directory
+    # cryptography is installed in, where the finder above refuses Django and Celery.
+    site = str(Path(cryptography.__file__).resolve().parents[1])
+    result = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", NO_DJANGO, str(ROOT), site],
+        input=json.dumps([decision_receipt, public_key_pem(signing_key)]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [True, False]
+
+
+def docs_receipt_check() -> str:
+    text = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
+    after = text.split("<!-- receipt-check -->", 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def run_docs_check(tmp_path: Path, receipt: dict, public_pem: str) -> subprocess.CompletedProcess:
+    (tmp_path / "receipt.json").write_bytes(canonical_json(receipt))
+    (tmp_path / "audit-public.pem").write_text(public_pem)
+    guard = NO_DJANGO.split("from workflows.audit")[0]  # the finder, and the path
+    site = str(Path(cryptography.__file__).resolve().parents[1])
+    return subprocess.run(
+        [sys.executable, "-S", "-I", "-c", guard + docs_receipt_check(), str(tmp_path), site],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_auditors_check_in_the_docs_passes_and_catches_a_forgery(
+    decision_receipt, signing_key, tmp_path
+):
+    public = public_key_pem(signing_key)
+    passed = run_docs_check(tmp_path, decision_receipt, public)
+    assert passed.returncode == 0, passed.stderr
+    forged = json.loads(canonical_json(decision_receipt))
+    forged["entry"]["data"]["response"]["approved"] = False
+    failed = run_docs_check(tmp_path, forged, public)
+    assert failed.returncode != 0 and "InvalidSignature" in failed.stderr

@@ -115,3 +115,24 @@ def test_a_decision_holding_its_transaction_open_delays_none_of_the_others(twent
     report = verify()
     assert report.ok, report.problems
     assert AuditEntry.objects.filter(action="answer.accepted").count() == 20
+
+
+@pytest.mark.parametrize("chain", ["invocation", "outside invocations"])
+def test_entries_appended_at_once_to_one_chain_queue_and_keep_it_whole(transactional_db, chain):
+    require_postgres("row locks and concurrent connections")
+    invocation_id = ask().invocation_id if chain == "invocation" else None
+
+    def append(n: int) -> Any:
+        from django.db import transaction
+
+        with transaction.atomic():
+            entry = trail.record("grant.used", invocation_id=invocation_id, data={"n": n})
+            time.sleep(0.01)  # hold the head a moment: the others must wait for it
+            return entry
+
+    results, errors = run_at_once([lambda n=n: append(n) for n in range(12)])
+    assert not errors, describe(errors)
+    assert len(results) == 12
+    report = verify()
+    assert report.ok, report.problems
+    assert AuditEntry.objects.filter(action="grant.used").count() == 12

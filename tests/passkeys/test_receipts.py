@@ -4,14 +4,18 @@ a process where Django cannot be imported), and fails on any altered byte of it,
 answer, another question, or another site; `verify_receipt` checks it too."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import cbor2
+import cryptography
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.asking import ask
-from tests.offline import run_offline
+from tests.audit.test_receipts import NO_DJANGO, ROOT
 from tests.passkeys.authenticator import USER_VERIFIED, SoftAuthenticator
 from tests.passkeys.conftest import enrol, signature
 from workflows import services
@@ -147,20 +151,30 @@ def test_a_public_key_that_is_not_one_is_named(cose, reason):
 
 
 VERIFY = """
-    from workflows.audit import verify_assertion, verify_receipt
+from workflows.audit import verify_assertion, verify_receipt
 
-    receipt, public_key = json.loads(sys.stdin.read())
-    good = [verify_assertion(receipt), verify_receipt(receipt, public_key)]
-    receipt["entry"]["data"]["response"]["approved"] = False
-    bad = verify_assertion(receipt)
-    assert not [m for m in sys.modules if m.split(".")[0] in {"django", "webauthn", "cbor2"}]
-    print(json.dumps([*good, bad]))
+receipt, public_key = json.loads(sys.stdin.read())
+good = [verify_assertion(receipt), verify_receipt(receipt, public_key)]
+receipt["entry"]["data"]["response"]["approved"] = False
+bad = verify_assertion(receipt)
+assert not [m for m in sys.modules if m.split(".")[0] in {"django", "webauthn", "cbor2"}]
+print(json.dumps([*good, bad]))
 """
 
 
 def test_it_verifies_in_a_process_with_only_cryptography_importable(decision_receipt, signing_key):
-    given = [decision_receipt, public_key_pem(signing_key)]
-    assert run_offline(VERIFY, given) == [True, True, False]
+    # The audit tests' interpreter: no site, no environment, Django and Celery refused.
+    guard = NO_DJANGO.split("from workflows.audit")[0]
+    site = str(Path(cryptography.__file__).resolve().parents[1])
+    result = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", guard + VERIFY, str(ROOT), site],
+        input=json.dumps([decision_receipt, public_key_pem(signing_key)]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [True, True, False]
 
 
 def kept(authenticator: SoftAuthenticator, assertion: dict, rp_id: str = "testserver") -> dict:

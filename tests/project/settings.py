@@ -99,7 +99,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth -------------------------------------------------------------------------------------
 
-# The answer rule (DESIGN 4.1): user.has_perm("workflows.answer_interrupt", interrupt).
+# The answer rule: user.has_perm("workflows.answer_interrupt", interrupt).
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "workflows.backends.AnswerPermissionBackend",
@@ -151,6 +151,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
+        "schedule": timedelta(hours=1),
+    },
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
         "schedule": timedelta(hours=1),
     },
 }

@@ -50,9 +50,10 @@ def periodic_jobs_ran(ago: timedelta = timedelta(0)) -> None:
 @pytest.fixture
 def not_eager():
     """Celery as with a real broker (nothing is sent while hitl_status reads)."""
-    current_app.conf.task_always_eager = False
+    saved = current_app.conf["broker_url"]
+    current_app.conf.update(broker_url="redis://broker.example:6379/0", task_always_eager=False)
     yield
-    current_app.conf.task_always_eager = True
+    current_app.conf.update(broker_url=saved, task_always_eager=True)
 
 
 @node

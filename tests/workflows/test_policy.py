@@ -6,9 +6,11 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
+from django.utils.module_loading import import_string as real_import_string
 
 from tests.asking import APPROVAL, ask
 from tests.factories import ApproverFactory, StaffFactory, UserFactory
+from workflows import checks, conf
 from workflows.engine import RequestInput
 from workflows.engine.status import NodeStatus
 from workflows.models import Interrupt, Invocation
@@ -100,6 +102,41 @@ def test_answer_policy_setting_replaces_the_rule():
     interrupt = ask()
     assert not alice.has_perm(PERM, interrupt)
     assert answerable_ids(alice) == set()
+
+
+def test_the_policy_class_is_imported_once_and_again_when_the_settings_change(monkeypatch):
+    imported = []
+
+    def import_string(path):
+        imported.append(path)
+        return real_import_string(path)
+
+    monkeypatch.setattr(conf, "import_string", import_string)
+    with override_settings(HITL={}):
+        assert [type(answer_policy()) for _ in range(3)] == [AssigneePolicy] * 3
+        with override_settings(HITL={"ANSWER_POLICY": "tests.workflows.test_policy.NobodyPolicy"}):
+            assert type(answer_policy()) is NobodyPolicy
+            assert type(answer_policy()) is NobodyPolicy
+        assert type(answer_policy()) is AssigneePolicy
+    assert imported == [
+        "workflows.policy.AssigneePolicy",
+        "tests.workflows.test_policy.NobodyPolicy",
+        "workflows.policy.AssigneePolicy",
+    ]
+
+
+class NoPolicy:
+    """Names no can_answer and no answerable."""
+
+
+@override_settings(HITL={"ANSWER_POLICY": "tests.workflows.test_policy.NoPolicy"})
+def test_a_class_that_is_no_policy_fails_the_checks():
+    (error,) = checks.check_answer_rule()
+    assert error.id == "workflows.E102"
+    assert error.msg == (
+        'HITL["ANSWER_POLICY"] tests.workflows.test_policy.NoPolicy lacks '
+        "['can_answer', 'answerable']"
+    )
 
 
 @pytest.mark.parametrize(

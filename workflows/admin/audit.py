@@ -22,7 +22,7 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     list_select_related = ["invocation"]
     search_fields = ["=interrupt_id", "=entry_hash", "actor_name"]
     date_hierarchy = "created_at"
-    fields = [
+    readonly_fields = (
         "created_at",
         "action",
         "actor",
@@ -34,8 +34,8 @@ class AuditEntryAdmin(ReadOnlyAdmin):
         "subject_hash",
         "prev_hash",
         "entry_hash",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     actions = ["download"]
 
     @admin.display(description="data")

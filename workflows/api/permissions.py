@@ -1,7 +1,7 @@
 """Who may do what through the API.
 
 - Starting an invocation needs the model permission `workflows.add_invocation`.
-- Answering, deciding, claiming and releasing ask the DESIGN 4.1 rule the Django way,
+- Answering, deciding, claiming and releasing ask the answer rule the Django way,
   `user.has_perm("workflows.answer_interrupt", interrupt)`; lists of interrupts are scoped
   with the rule's queryset counterpart (`answer_policy().answerable`).
 - A caller sees the invocations it started, or all of them with `workflows.view_invocation`;
@@ -46,7 +46,7 @@ class CanStartInvocation(BasePermission):
 
 
 class CanAnswerInterrupt(BasePermission):
-    """The DESIGN 4.1 rule for one interrupt."""
+    """The answer rule for one interrupt: may this user answer it?"""
 
     message = "you may not answer this interrupt"
 

@@ -123,7 +123,7 @@ class PostgresTrail(SqliteTrail):
     clock; the hash it computed is checked here against the canonical form."""
 
     def append(self, cursor: Any, entry: AuditEntry, values: list[Any], chain: Chain) -> bool:
-        entry.prev_hash, entry.created_at = HEAD_MARK, None
+        entry.prev_hash = HEAD_MARK  # (created_at is not set yet: the server sets it)
         text = canonical_json({**entry_content(entry), "created_at": TIME_MARK}).decode("utf-8")
         before_time, _, rest = text.partition(json_text(TIME_MARK))
         before_head, _, after_head = rest.partition(json_text(HEAD_MARK))

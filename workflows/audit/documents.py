@@ -8,7 +8,7 @@ import functools
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.exceptions import ImproperlyConfigured
@@ -63,7 +63,10 @@ def exported(entry: AuditEntry) -> dict[str, Any]:
 
 def chain_position(entry: AuditEntry) -> int:
     """Where `entry` stands in its chain, counted from 1."""
-    return AuditEntry.objects.filter(invocation_id=entry.invocation_id, id__lte=entry.id).count()
+    entries = AuditEntry.objects.filter(id__lte=entry.id)
+    if entry.invocation_id is None:
+        return entries.filter(invocation__isnull=True).count()
+    return entries.filter(invocation_id=entry.invocation_id).count()
 
 
 def entry_subject(entry: AuditEntry) -> dict[str, Any] | None:
@@ -152,8 +155,12 @@ def exported_entries(
         yield exported(entry)
 
 
+class Writer(Protocol):
+    def write(self, text: str, /) -> Any: ...
+
+
 def export(
-    out: IO[str],
+    out: Writer,
     *,
     since: datetime | None = None,
     fmt: str = "jsonl",

@@ -22,6 +22,7 @@ from .canonical import ENTRY_FIELDS, canonical_json, entry_hash, subject_hash
 from .signing import InvalidDocument, check_signature, load_public_key, sign
 
 RECEIPT_FORMAT = "hitl-audit-receipt/1"
+SUBJECT_KEYS = {"message", "payload", "response_schema"}
 
 
 def signed_receipt(
@@ -100,9 +101,9 @@ def _checked_entry(document: Mapping[str, Any]) -> Mapping[str, Any]:
     if subject is None:
         if entry["subject_hash"]:
             raise InvalidDocument("the entry binds a subject the receipt does not show")
-    elif not isinstance(subject, Mapping) or entry["subject_hash"] != subject_hash(
-        subject.get("message"), subject.get("payload"), subject.get("response_schema")
-    ):
+    elif not isinstance(subject, Mapping) or subject.keys() != SUBJECT_KEYS:
+        raise InvalidDocument(f"the subject is not an object of {', '.join(sorted(SUBJECT_KEYS))}")
+    elif entry["subject_hash"] != subject_hash(**subject):
         raise InvalidDocument("the subject shown does not hash to the entry's subject_hash")
     return entry
 

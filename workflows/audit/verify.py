@@ -73,7 +73,8 @@ class _Subjects:
         self.hashes: dict[str, str | None] = {}
 
     def load(self, entries: Iterable[AuditEntry]) -> None:
-        wanted = {e.interrupt_id for e in entries if e.subject_hash} - self.hashes.keys()
+        asked = {e.interrupt_id for e in entries if e.subject_hash and e.interrupt_id}
+        wanted = asked - self.hashes.keys()
         if not wanted:
             return
         self.hashes.update(dict.fromkeys(wanted))  # None: the question is gone
@@ -85,7 +86,7 @@ class _Subjects:
     def problem(self, entry: AuditEntry) -> str | None:
         if not entry.subject_hash:
             return None
-        found = self.hashes[entry.interrupt_id]
+        found = self.hashes[entry.interrupt_id] if entry.interrupt_id else None
         if found is None:
             return f"its question {entry.interrupt_id!r} no longer exists"
         if found != entry.subject_hash:

@@ -137,7 +137,9 @@ class Execution:
         await asyncio.shield(loading)
 
     async def _load_outputs(self, parent_path: str) -> None:
-        outputs = await self.store.load_outputs(self.invocation.id, parent_path)
+        # Only a store that left outputs out (NOT_LOADED) is asked: it has load_outputs.
+        store: Any = self.store
+        outputs = await store.load_outputs(self.invocation.id, parent_path)
         for path, output in outputs.items():
             state = self.node_runs.get(path)
             if state is not None and state.output is NOT_LOADED:
@@ -152,7 +154,11 @@ class Execution:
         await self._siblings_first()
         async with self._flush_lock:
             batch = self._take_batch()
-            return await complete(self.store.commit(batch)) if batch else False
+            if not batch:
+                return False
+            assert self.store is not None, "only an execution with a store makes transitions"
+            more: bool = await complete(self.store.commit(batch))
+            return more
 
     async def flush_then_call(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -77,7 +77,7 @@ class RequestInput:
     Schema). `timeout` sets a deadline; `on_timeout` is "fail" (the default), or the
     answer to apply when the deadline passes: a DefaultResponse, or any other value.
 
-    Who answers (DESIGN 4.1): `assignees` lists "user:<username>" and "group:<name>"
+    Who answers: `assignees` lists "user:<username>" and "group:<name>"
     strings (none: anyone allowed to answer); `quorum` approvals are needed (above 1
     only for a schema with a boolean `approved`); `four_eyes` bars the person who started
     the invocation. `require_signature` accepts a decision only when the approver signs

@@ -4,7 +4,7 @@ from enum import StrEnum
 
 
 class NodeStatus(StrEnum):
-    """Status of a node run, and of an invocation (they share the lifecycle, DESIGN 3.5)."""
+    """Status of a node run, and of an invocation (they share one lifecycle)."""
 
     PENDING = "PENDING"
     RUNNING = "RUNNING"

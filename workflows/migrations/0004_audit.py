@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0002_hitl_0_2"),
+        ("workflows", "0003_webhook_url_schemes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -50,7 +50,8 @@ class Command(BaseCommand):
         out(f"Overdue questions not expired: {health.overdue}")
         out(f"Stalled invocations: {health.stalled}")
         out(f"Failed invocations since {health.failed_since:%Y-%m-%d %H:%M} UTC: {health.failed}")
-        self._heartbeats("Workers", health.workers, now, not_needed=health.eager)
+        out(f"Tasks: {health.tasks.describe()}")
+        self._heartbeats("Workers", health.workers, now, not_needed=health.tasks.eager)
         self._heartbeats("Periodic jobs", health.periodic, now, not_needed=False)
         if health.problems:
             for problem in health.problems:
