@@ -33,11 +33,11 @@ def run(*args: str) -> str:
 
 
 def failed(*args: str) -> str:
-    err = io.StringIO()
+    out = io.StringIO()
     with pytest.raises(CommandError) as raised:
-        call_command("hitl_audit", *args, stdout=io.StringIO(), stderr=err)
+        call_command("hitl_audit", *args, stdout=out, stderr=io.StringIO())
     assert raised.value.returncode == 1
-    return str(raised.value) + err.getvalue()
+    return str(raised.value) + out.getvalue()
 
 
 @pytest.fixture

@@ -105,11 +105,24 @@ def test_flipping_any_bit_of_any_byte_of_the_canonical_receipt_fails(
     assert verify_receipt(bytes(text), signing_key.public_key()) is False
 
 
-def test_text_must_be_canonical(decision_receipt, signing_key):
-    pretty = json.dumps(decision_receipt, indent=2)
-    with pytest.raises(InvalidDocument, match="not in canonical form"):
-        check_receipt(pretty, signing_key.public_key())
-    assert verify_receipt(json.loads(pretty), signing_key.public_key())
+def test_text_verifies_as_a_json_library_writes_it_and_not_once_rewritten(
+    decision_receipt, signing_key
+):
+    key = signing_key.public_key()
+    for text in (json.dumps(decision_receipt), json.dumps(decision_receipt, indent=2)):
+        assert verify_receipt(text, key)
+    reordered = json.dumps(decision_receipt).replace(", ", ",  ", 1)
+    with pytest.raises(InvalidDocument, match="bytes were changed"):
+        check_receipt(reordered, key)
+    assert verify_receipt(json.loads(reordered), key)  # what it says still holds
+
+
+def test_an_escape_rewritten_in_another_case_fails(transactional_db, signing_key):
+    entry = trail.record("interrupt.claimed", interrupt=ask(), data={"note": "tab\x1fend"})
+    text = canonical_json(receipt(entry)).decode()
+    assert "\\u001f" in text
+    assert verify_receipt(text, signing_key.public_key())
+    assert not verify_receipt(text.replace("\\u001f", "\\u001F"), signing_key.public_key())
 
 
 def test_no_receipt_once_the_question_was_changed(transactional_db, signing_key):

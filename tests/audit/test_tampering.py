@@ -4,6 +4,10 @@ an edited entry, a deleted one, an inserted one, two swapped, a question changed
 it was answered, the newest entries deleted (against a checkpoint kept outside)."""
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -12,12 +16,14 @@ from django.core.management.base import CommandError
 from tests.asking import ask
 from tests.audit.conftest import entries, tamper
 from tests.factories import ApproverFactory
+from tests.integration.worker import require_postgres, test_database_url
 from workflows.audit import trail
 from workflows.audit.verify import verify
 from workflows.models import AuditEntry, Interrupt, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = AuditEntry._meta.db_table
 INTERRUPTS = Interrupt._meta.db_table
 
@@ -38,11 +44,11 @@ def chain():
 
 def failed_verify(*args: str) -> str:
     """Run `hitl_audit verify`; assert it exits 1 and return what it said."""
-    err = io.StringIO()
+    out = io.StringIO()
     with pytest.raises(CommandError) as raised:
-        call_command("hitl_audit", "verify", *args, stdout=io.StringIO(), stderr=err)
+        call_command("hitl_audit", "verify", *args, stdout=out, stderr=io.StringIO())
     assert raised.value.returncode == 1
-    return str(raised.value) + err.getvalue()
+    return str(raised.value) + out.getvalue()
 
 
 def names(output: str, entry: AuditEntry) -> bool:
@@ -136,3 +142,23 @@ def test_verify_of_one_invocation_checks_only_its_chain(chain):
 def test_verify_of_an_unknown_invocation_id_says_so():
     with pytest.raises(CommandError, match="'nope' is not an invocation id"):
         call_command("hitl_audit", "verify", "--invocation", "nope")
+
+
+def test_manage_py_exits_1_naming_the_entry(chain):
+    require_postgres("the command runs in a process of its own, on the test database")
+    tamper(f"UPDATE {ENTRIES} SET actor_name = 'mallory' WHERE id = %s", [chain[2].pk])
+    finished = subprocess.run(
+        [sys.executable, "manage.py", "hitl_audit", "verify"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.project.settings",
+            "DATABASE_URL": test_database_url(),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 1, finished.stderr
+    assert f"entry {chain[2].pk} (entry_hash {chain[2].entry_hash})" in finished.stderr
+    assert f"entry {chain[2].pk} (entry_hash {chain[2].entry_hash})" in finished.stdout

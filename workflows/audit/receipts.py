@@ -18,7 +18,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .assertions import check_decision_assertion
-from .canonical import ENTRY_FIELDS, canonical_json, entry_hash, subject_hash
+from .canonical import ENTRY_FIELDS, entry_hash, subject_hash
 from .signing import InvalidDocument, check_signature, load_public_key, sign
 
 RECEIPT_FORMAT = "hitl-audit-receipt/1"
@@ -49,9 +49,22 @@ def _refuse_constant(name: str) -> Any:
     raise InvalidDocument(f"{name} is not JSON")
 
 
+# The ways of writing JSON text a receipt is accepted in: its canonical form, and what
+# Python's json.dumps writes (compact or not, indented or not, escaping non-ASCII or not).
+TEXT_FORMS = [
+    {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False},
+    *(
+        {"ensure_ascii": ascii_only, "indent": indent, "separators": separators}
+        for ascii_only in (True, False)
+        for indent, separators in ((None, (", ", ": ")), (None, (",", ":")), (2, (",", ": ")))
+    ),
+]
+
+
 def _parsed(receipt: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
-    """The receipt as an object. Text must be its canonical JSON (a trailing newline
-    allowed): then no byte of it can change without the check failing."""
+    """The receipt as an object. Text must be written exactly in one of TEXT_FORMS (a
+    trailing newline allowed): then no byte of it can change and still verify, not even
+    one that would not change what the JSON says (the case of an escape, a space)."""
     if isinstance(receipt, Mapping):
         return receipt
     if not isinstance(receipt, str | bytes):
@@ -63,8 +76,9 @@ def _parsed(receipt: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
         raise InvalidDocument(f"not JSON text ({exc})") from None
     if not isinstance(parsed, Mapping):
         raise InvalidDocument("not a JSON object")
-    if canonical_json(parsed) != text.removesuffix("\n").encode("utf-8"):
-        raise InvalidDocument("not in canonical form (sorted keys, no spaces)")
+    written = text.removesuffix("\n")
+    if not any(json.dumps(parsed, **form) == written for form in TEXT_FORMS):
+        raise InvalidDocument("not JSON as a JSON library writes it (bytes were changed)")
     return parsed
 
 

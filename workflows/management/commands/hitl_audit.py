@@ -85,9 +85,9 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"OK: verified {summary}{against}"))
             return
         for problem in report.problems[:SHOWN_PROBLEMS]:
-            self.stderr.write(self.style.ERROR(str(problem)))
+            self.stdout.write(self.style.ERROR(str(problem)))
         if len(report.problems) > SHOWN_PROBLEMS:
-            self.stderr.write(f"... and {len(report.problems) - SHOWN_PROBLEMS} more")
+            self.stdout.write(f"... and {len(report.problems) - SHOWN_PROBLEMS} more")
         raise CommandError(
             f"the audit trail does not verify ({summary}, {len(report.problems)} problem(s)); "
             f"the first: {report.problems[0]}",
