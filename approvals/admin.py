@@ -40,10 +40,10 @@ from workflows.policy import (
 )
 from workflows.registry import registry
 
-from . import display
-from .forms import ApprovalForm, form_for, is_approval
+from . import display, passkeys
+from .forms import ApprovalForm, comment_of, form_for, is_approval
 from .loading import readable_row, readable_rows
-from .models import PendingApproval, inbox
+from .models import Passkey, PendingApproval, inbox
 
 
 def _user_filter(title: str, parameter: str, condition: Any) -> type[admin.SimpleListFilter]:
@@ -243,10 +243,12 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             form = form_for(interrupt.response_schema)
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
-            if action != "decide":
+            if action not in ("decide", "challenge"):
                 return self._mark(request, interrupt, action)
             # Late, repeated or forbidden answers too: the service says why.
             form = form_for(interrupt.response_schema, request.POST)
+            if action == "challenge":  # what the passkey signs for this answer
+                return passkeys.decision_challenge(request, interrupt, form)
             if form.is_valid():
                 response = self._decide(request, interrupt, form)
                 if response is not None:
@@ -296,10 +298,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest, interrupt: Interrupt, form: Any) -> HttpResponse | None:
         claimed_by = interrupt.claimed_by
-        comment = form.comment if isinstance(form, ApprovalForm) else ""
         try:
             decision = services.decide(
-                interrupt.pk, form.response(), actor=request.user, comment=comment
+                interrupt.pk,
+                form.response(),
+                actor=request.user,
+                comment=comment_of(form),
+                assertion=request.POST.get("assertion") or None,
             )
         except ResponseValidationError as exc:
             form.add_validation_error(exc)
@@ -355,11 +360,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "monitor_url": request.user.has_perm("workflows.view_invocation")
             and _monitor_url(invocation.pk),
             "has_view_permission": True,
+            "has_passkey": interrupt.require_signature
+            and Passkey.objects.filter(user=request.user.pk).exists(),
         }
 
     class Media:
         css = {"all": ["approvals/approvals.css"]}
-        js = ["approvals/countdown.js"]
+        js = ["approvals/countdown.js", "approvals/passkeys.js"]
 
 
 def _assignee_list(text: str) -> list[str]:

@@ -261,6 +261,11 @@ class ApprovalForm(SchemaForm):
         return {"approved": self.cleaned_data["decision"] == self.APPROVE, **super().response()}
 
 
+def comment_of(form: SchemaForm) -> str:
+    """The comment that goes onto the Decision: an approval form's comment box, else none."""
+    return form.comment if isinstance(form, ApprovalForm) else ""
+
+
 def form_for(schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> SchemaForm:
     """The decision form for an interrupt's schema."""
     form_class = ApprovalForm if is_approval(schema) else SchemaForm

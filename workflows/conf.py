@@ -70,6 +70,13 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between those checkpoints when `hitl_periodic` runs the jobs (beat follows
     # its own schedule).
     "AUDIT_CHECKPOINT_SECONDS": 3600,
+    # Passkeys that sign decisions (WebAuthn). The relying party's id (a domain: the
+    # site's host or a parent of it), the origin pages sign on ("https://ops.example.com")
+    # and the name authenticators show. Empty: the host and origin of the page a passkey
+    # is registered on (its assertions are then checked against those), and the RP id.
+    "WEBAUTHN_RP_ID": "",
+    "WEBAUTHN_ORIGIN": "",
+    "WEBAUTHN_RP_NAME": "",
 }
 
 

@@ -165,6 +165,8 @@ class Interrupt(models.Model):
     assignees = models.JSONField(default=list, blank=True)
     quorum = models.PositiveSmallIntegerField(default=1)
     four_eyes = models.BooleanField(default=False)
+    # A decision counts only with the approver's WebAuthn assertion (workflows.passkeys).
+    require_signature = models.BooleanField(default=False)
     # Who is working on it: a hint for colleagues, never a lock.
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -234,6 +236,35 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} on {self.interrupt_id}"
+
+
+PASSKEY_NAME_LENGTH = 100
+
+
+class PasskeyCredential(models.Model):
+    """A passkey or security key a person registered (WebAuthn) to sign decisions with.
+    Written only by workflows.passkeys; `rp_id` and `origin` are where it was registered,
+    what its assertions are checked against unless HITL["WEBAUTHN_RP_ID"] /
+    HITL["WEBAUTHN_ORIGIN"] say otherwise."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="passkeys"
+    )
+    credential_id = models.CharField(max_length=1400, unique=True, help_text="base64url")
+    public_key = models.BinaryField(help_text="COSE_Key, as the authenticator gave it")
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    rp_id = models.CharField(max_length=253)
+    origin = models.CharField(max_length=300)
+    name = models.CharField(max_length=PASSKEY_NAME_LENGTH)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 # --- Audit trail -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from . import passkeys
 from .arguments import (
     checked_assignees,
     checked_decision,
@@ -68,6 +69,7 @@ __all__ = [
     "recover_stalled",
     "release",
     "retry",
+    "signing_challenge",
     "start",
     "submit_function_responses",
 ]
@@ -340,9 +342,12 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     return None
 
 
-def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
+def _checked_vote(interrupt: Interrupt, value: Any) -> Any:
+    """The decision's answer (unwrapped and checked by checked_decision) if valid for its
+    question; else the error."""
+    validate_response(interrupt.pk, interrupt.response_schema, value)
     if interrupt.quorum == 1:
-        return
+        return value
     if not isinstance(value, dict) or not isinstance(value.get("approved"), bool):
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
@@ -351,17 +356,25 @@ def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
         raise ResponseValidationError(
             interrupt.pk, "decisions", "is added by the approval service; leave it out"
         )
+    return value
 
 
 @write_transaction
-def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> Decision:
+def decide(
+    interrupt_id: str, response: Any, *, actor: Any, comment: str = "", assertion: Any = None
+) -> Decision:
     """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
     first rejection of a quorum vote), submit the interrupt's answer in the same
     transaction.
 
-    Raises PermissionDenied (the answer policy refuses), AlreadyDecidedError (one decision
-    per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
-    nothing is stored then. `decision.interrupt.status` tells whether it answered.
+    `assertion`: the WebAuthn assertion (its JSON form) by which `actor`'s passkey signed
+    `signing_challenge` of this decision. A question asked with `require_signature` needs
+    one; when given, it must verify, and the decision's audit entry keeps it.
+
+    Raises PermissionDenied (the answer policy refuses; passkeys.SignatureRefused for a
+    missing or bad signature), AlreadyDecidedError (one decision per person),
+    UnknownInterruptError, InterruptNotPendingError or ResponseValidationError; nothing is
+    stored then. `decision.interrupt.status` tells whether it answered.
     """
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
@@ -371,17 +384,20 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     _require_pending(interrupt)
-    validate_response(interrupt.pk, interrupt.response_schema, value)
-    _check_quorum_vote(interrupt, value)
+    value = _checked_vote(interrupt, value)
+    signed = None
+    if interrupt.require_signature or assertion is not None:
+        signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )
+    data = {"decision": decision.pk, "response": value, "comment": comment}
     trail.record(
         actions.DECISION_RECORDED,
         interrupt=interrupt,
         actor=actor,
         on_behalf_of=decision.on_behalf_of,
-        data={"decision": decision.pk, "response": value, "comment": comment},
+        data=data if signed is None else {**data, "assertion": signed},
     )
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
@@ -397,6 +413,20 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
         )
     )
     return decision
+
+
+def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> bytes:
+    """The challenge `actor`'s passkey signs to decide `response` with `comment` on a
+    pending interrupt, checked as `decide` checks it (who may answer, the schema); nothing
+    is stored. See workflows.audit.assertions for how it is derived."""
+    require_person(actor)
+    value, comment = checked_decision(interrupt_id, response, comment)
+    interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
+    if interrupt is None:
+        raise UnknownInterruptError(interrupt_id)
+    _require_answerer(actor, interrupt)
+    _require_pending(interrupt)
+    return passkeys.challenge_for(interrupt, _checked_vote(interrupt, value), comment)
 
 
 @write_transaction

@@ -5,7 +5,8 @@ A receipt is a JSON object:
 "subject": {"message", "payload", "response_schema"} or null, "issued_at", "signature"}`.
 `entry` holds the entry's id, entry_hash and ENTRY_FIELDS; `subject` what the question
 asked. It verifies when the signature holds, the entry's fields hash to its entry_hash,
-and the subject hashes to its subject_hash. Imports nothing from Django.
+the subject hashes to its subject_hash, and a decision signed with a passkey carries an
+assertion that verifies (workflows.audit.assertions). Imports nothing from Django.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from .assertions import check_decision_assertion
 from .canonical import ENTRY_FIELDS, entry_hash, subject_hash
 from .signing import InvalidDocument, check_signature, load_public_key, sign
 
@@ -91,6 +93,15 @@ def check_receipt(
     if document.get("format") != RECEIPT_FORMAT:
         raise InvalidDocument(f"not a receipt of format {RECEIPT_FORMAT!r}")
     check_signature(document, key)
+    entry = _checked_entry(document)
+    if isinstance(entry["data"], Mapping) and "assertion" in entry["data"]:
+        check_decision_assertion(entry)
+    return entry
+
+
+def _checked_entry(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The receipt's entry when it hashes to its entry_hash and its subject to its
+    subject_hash (what holds without the server's key)."""
     entry, chain, subject = document.get("entry"), document.get("chain"), document.get("subject")
     if not isinstance(entry, Mapping) or not isinstance(chain, Mapping):
         raise InvalidDocument("the receipt has no entry or no chain")
@@ -122,5 +133,17 @@ def verify_receipt(
     try:
         check_receipt(receipt, key)
     except (ValueError, TypeError):  # InvalidDocument, or a value that is not JSON
+        return False
+    return True
+
+
+def verify_assertion(receipt: Mapping[str, Any] | str | bytes) -> bool:
+    """True when the receipt's entry is a decision its approver signed with a passkey, and
+    the assertion verifies with the credential's public key the entry carries: the
+    approver's own signature over what was asked and answered, checked without the
+    server's key. False otherwise. Needs no database and no Django."""
+    try:
+        check_decision_assertion(_checked_entry(_parsed(receipt)))
+    except (ValueError, TypeError):
         return False
     return True
