@@ -156,7 +156,7 @@ def checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
     try:
         request = RequestInput(
             response_schema=interrupt.response_schema,
-            assignees=assignees,
+            assignees=list(assignees),
             quorum=interrupt.quorum,
         )
     except ValueError as exc:

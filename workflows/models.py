@@ -66,6 +66,8 @@ class Invocation(models.Model):
     audit_head = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     objects = InvocationQuerySet.as_manager()
+    # Not stored: the admin's list prefetches the pending interrupts here.
+    pending_interrupts: "list[Interrupt]"
 
     class Meta:
         ordering = ["-created_at"]
@@ -188,6 +190,9 @@ class Interrupt(models.Model):
     )
     resolved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not stored: set by the admin's invocation page for its template.
+    url: str
+    response_json: str | None
 
     class Meta:
         ordering = ["-created_at"]

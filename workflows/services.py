@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
@@ -36,6 +36,7 @@ from .engine.errors import (
 )
 from .engine.events import FunctionResponse
 from .engine.schema import validate_response
+from .engine.state import InterruptRecord
 from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
@@ -79,6 +80,13 @@ def _actor_id(actor: Any) -> Any:
     """The user id a write records: None for the system, else an active user's pk."""
     require_person(actor)
     return None if actor is None else actor.pk
+
+
+def _claimer(interrupt: Interrupt) -> str:
+    """The username of whoever holds the claim on `interrupt` (one does)."""
+    claimer = interrupt.claimed_by
+    assert claimer is not None, f"interrupt {interrupt.pk!r} is not claimed"
+    return claimer.get_username()
 
 
 def start(
@@ -176,7 +184,8 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
 
 @functools.cache
 def _invocation_query() -> str:
-    columns = ", ".join(f.column for f in Invocation._meta.concrete_fields)
+    # A concrete field always has a column (the stubs allow None for other fields).
+    columns = ", ".join(cast(str, f.column) for f in Invocation._meta.concrete_fields)
     return f"SELECT {columns} FROM {Invocation._meta.db_table} WHERE id = %s"
 
 
@@ -200,7 +209,10 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
 
 
 def _store_answers(
-    db: Any, responses: list[FunctionResponse], interrupts: Mapping[str, Any], actor: Any
+    db: Any,
+    responses: list[FunctionResponse],
+    interrupts: dict[str, InterruptRecord],
+    actor: Any,
 ) -> Any:
     """Accept answers whose interrupts are locked and whose answerer is checked: the path
     of submit_function_responses and of a decision that settles its question."""
@@ -297,7 +309,7 @@ def _locked_interrupt(interrupt_id: str) -> Interrupt:
     )
     if invocation_id is None:
         raise UnknownInterruptError(interrupt_id)
-    store().lock_invocation_sync(invocation_id)
+    store().lock_invocation_sync(str(invocation_id))
     return (
         Interrupt.objects.select_for_update(no_key=True, of=("self",))
         .select_related("invocation")
@@ -439,7 +451,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     _require_answerer(actor, interrupt)
     _require_pending(interrupt)
     if interrupt.claimed_by_id not in (None, actor.pk):
-        raise AlreadyClaimedError(interrupt.pk, interrupt.claimed_by.get_username())
+        raise AlreadyClaimedError(interrupt.pk, _claimer(interrupt))
     if interrupt.claimed_by_id is None:
         interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
         interrupt.save(update_fields=["claimed_by", "claimed_at"])
@@ -458,9 +470,9 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
         raise PermissionDenied(
             f"interrupt {interrupt.pk!r} is claimed by "
-            f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
+            f"{_claimer(interrupt)}; only they or a supervisor may release it"
         )
-    claimer = interrupt.claimed_by.get_username()
+    claimer = _claimer(interrupt)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["claimed_by", "claimed_at"])
     trail.record(
@@ -483,7 +495,7 @@ def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrup
         )
     _require_pending(interrupt)
     previous = interrupt.assignees
-    claimer = interrupt.claimed_by.get_username() if interrupt.claimed_by_id else None
+    claimer = _claimer(interrupt) if interrupt.claimed_by_id else None
     interrupt.assignees = checked_assignees(interrupt, assignees)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])

@@ -164,7 +164,7 @@ def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
     db = store()
     checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
     record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
-    if record is None or record.status != InterruptStatus.PENDING:
+    if checkpoint is None or record is None or record.status != InterruptStatus.PENDING:
         return 0  # answered or expired meanwhile
     fails = not isinstance(record.request.on_timeout, DefaultResponse)
     if fails and Invocation.objects.leased().filter(pk=invocation_id).exists():

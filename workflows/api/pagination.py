@@ -51,6 +51,6 @@ class EventCursorPagination(StrictPageSize, CursorPagination):
         cursor (404), not a query the database fails on."""
         cursor = super().decode_cursor(request)
         position = cursor.position if cursor is not None else None
-        if position is not None and not _EVENT_ID.fullmatch(position):
+        if position is not None and not _EVENT_ID.fullmatch(str(position)):
             raise NotFound(self.invalid_cursor_message)
         return cursor

@@ -160,7 +160,7 @@ class ObjectLookupMixin(_ViewSet):
         return super().filter_queryset(queryset)
 
     def get_object(self) -> Any:
-        lookup = self.kwargs[self.lookup_field]  # type: ignore[attr-defined]
+        lookup = self.kwargs[self.lookup_field]
         if not is_possible_id(lookup):  # one no row has: not even asked of the database
             raise self.not_found_error(lookup)
         try:

@@ -97,6 +97,8 @@ def aware(value: Any) -> datetime | None:
     if value is None:
         return None
     parsed = value if isinstance(value, datetime) else parse_datetime(value)
+    if parsed is None:
+        raise ValueError(f"not a stored datetime: {value!r}")
     if timezone.is_aware(parsed):
         return parsed
     # Naive: UTC with USE_TZ (how Django stores it on SQLite), else the current time zone.
