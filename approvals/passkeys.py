@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
@@ -71,7 +72,7 @@ class PasskeyAdmin(ReadOnlyAdmin):
             "title": "Your passkeys",
             "opts": self.model._meta,
             "passkeys": Passkey.objects.filter(user=request.user.pk),
-            "needs_password": request.user.has_usable_password(),
+            "needs_password": _signed_in(request).has_usable_password(),
             "media": self.media,
         }
         return TemplateResponse(request, "approvals/passkeys.html", context)
@@ -81,13 +82,22 @@ class PasskeyAdmin(ReadOnlyAdmin):
         js = ["approvals/passkeys.js"]
 
 
+def _signed_in(request: HttpRequest) -> AbstractBaseUser:
+    """The signed-in user of an admin page (the admin site lets no one else in)."""
+    user = request.user
+    if not user.is_authenticated:
+        raise PermissionDenied
+    return user
+
+
 @require_POST
 def options_view(request: HttpRequest) -> JsonResponse:
     """The registration options; the password first (a session alone must not add a
     key that signs decisions in its owner's name)."""
     password = _json_body(request).get("password")
-    if request.user.has_usable_password() and not (
-        isinstance(password, str) and request.user.check_password(password)
+    user = _signed_in(request)
+    if user.has_usable_password() and not (
+        isinstance(password, str) and user.check_password(password)
     ):
         return _error("password_required", PASSWORD_REFUSED, 403)
     options, challenge = passkeys.registration_options(

@@ -108,7 +108,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(*exc.args)
     elif isinstance(exc, DjangoPermissionDenied):  # its code, when it has one of its own
-        exc = exceptions.PermissionDenied(*exc.args, code=getattr(exc, "code", None))
+        detail = exc.args[0] if exc.args else None
+        exc = exceptions.PermissionDenied(detail, code=getattr(exc, "code", None))
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # not an expected error: a server error that must show up as one
