@@ -24,7 +24,7 @@ from workflows.engine import (
     Workflow,
 )
 from workflows.engine.rebuild import checkpoint_differences
-from workflows.engine.state import InterruptRecord
+from workflows.engine.state import GrantRecord, GrantUse, InterruptRecord
 
 WAITING = NodeStatus.WAITING
 COMPLETED = NodeStatus.COMPLETED
@@ -55,8 +55,17 @@ class InMemoryBackend:
                 },
                 "events": {i: [asdict(e) for e in events] for i, events in store.events.items()},
                 "interrupts": {i: asdict(r) for i, r in store.interrupts.items()},
+                "grants": {i: asdict(g) for i, g in store.grants.items()},
+                "grant_uses": [asdict(u) for u in store.grant_uses],
+                "effects": {k: asdict(e) for k, e in store.effects.items()},
             }
         )
+
+    async def grants(self, store: Any) -> dict[str, GrantRecord]:
+        return dict(store.grants)
+
+    async def grant_uses(self, store: Any) -> list[GrantUse]:
+        return list(store.grant_uses)
 
 
 BACKEND: Any = InMemoryBackend()
@@ -68,6 +77,16 @@ def new_store() -> Any:
 
 async def snapshot(store: Any) -> Any:
     return await BACKEND.snapshot(store)
+
+
+async def grants(store: Any) -> dict[str, GrantRecord]:
+    """{id: grant} of every grant the store keeps."""
+    return await BACKEND.grants(store)
+
+
+async def grant_uses(store: Any) -> list[GrantUse]:
+    """Every recorded use of a grant, in order."""
+    return await BACKEND.grant_uses(store)
 
 
 def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
@@ -129,6 +148,30 @@ class Harness:
 
     async def snapshot(self) -> Any:
         return await snapshot(self.store)
+
+
+class CountingStore:
+    """A store that counts the commits and the reads it is asked for."""
+
+    COMMITS = ("commit", "commit_then_call", "commit_sync")
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.commits = 0
+        self.reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name in self.COMMITS:
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.commits += 1
+                return attribute(*args, **kwargs)
+
+            return counted
+        if name.startswith(("load_", "find_")):
+            self.reads += 1
+        return attribute
 
 
 def statuses(result: InvocationResult) -> dict[str, NodeStatus]:
