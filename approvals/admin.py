@@ -11,6 +11,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -39,6 +41,7 @@ from workflows.registry import registry
 
 from . import display
 from .forms import ApprovalForm, form_for, is_approval
+from .loading import readable_row, readable_rows
 from .models import PendingApproval, inbox
 
 
@@ -102,9 +105,28 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     change_list_template = "approvals/change_list.html"  # says why the list is empty
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            return self._permission_needed(request)
         return super().changelist_view(
             request, {"title": "Pending approvals", **(extra_context or {})}
         )
+
+    def _permission_needed(self, request: HttpRequest) -> HttpResponse:
+        """What it takes to see the inbox and who can give it, in the admin's layout."""
+        users = get_user_model()
+        granters = users.objects.filter(is_active=True, is_superuser=True).order_by(
+            users.USERNAME_FIELD
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Pending approvals",
+            "permission": Permission.objects.filter(
+                content_type__app_label="workflows", codename="answer_interrupt"
+            ).first(),
+            "permission_code": ANSWER_PERMISSION,
+            "granters": [user.get_username() for user in granters[:5]],
+        }
+        return TemplateResponse(request, "approvals/permission_needed.html", context, status=403)
 
     # -- who sees it -----------------------------------------------------------------------
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -152,7 +174,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         return format_html(
             "{}<br><small>then {}</small>",
             display.countdown(obj.deadline),
-            display.timeout_summary(obj.on_timeout),
+            display.timeout_summary(display.in_declared_order(obj).on_timeout),
         )
 
     @admin.display(description="approvals")
@@ -194,13 +216,11 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        interrupt = (
-            Interrupt.objects.select_related("invocation", "claimed_by")
-            .filter(pk=unquote(object_id))
-            .first()
-        )
+        chosen = Interrupt.objects.select_related("invocation", "claimed_by")
+        interrupt = readable_row(chosen.filter(pk=unquote(object_id)))
         if interrupt is None:
             raise Http404(f"no interrupt {unquote(object_id)!r}")
+        display.in_declared_order(interrupt)
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)
         if not (may_answer or may_reassign):
@@ -302,9 +322,11 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         self, request: HttpRequest, interrupt: Interrupt, form: Any
     ) -> dict[str, Any]:
         invocation = interrupt.invocation
-        upstream = NodeRun.objects.filter(
-            invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
-        ).exclude(parent_path="")
+        upstream = readable_rows(
+            NodeRun.objects.filter(
+                invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
+            ).exclude(parent_path="")
+        )
         return {
             "title": interrupt.message or f"Interrupt {interrupt.pk}",
             "opts": self.model._meta,
@@ -313,7 +335,10 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "payload": display.render_value(interrupt.payload),
             "invocation_input": display.render_value(invocation.input),
             "upstream": [(run.path, display.render_value(run.output)) for run in upstream],
-            "decisions": interrupt.decisions.select_related("actor"),
+            "decisions": [
+                (decision, display.answer_cell(decision.response))
+                for decision in readable_rows(interrupt.decisions.select_related("actor"))
+            ],
             "form": form,
             "is_approval": isinstance(form, ApprovalForm),
             "media": self.media + form.media if form is not None else self.media,

@@ -1,7 +1,10 @@
-"""JSON values as people read them: tables of fields, nested values folded, never raw JSON."""
+"""JSON values as people read them: tables of fields, nested values folded (JSON text only
+past MAX_DEPTH levels), and the short texts of list cells."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +15,15 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
 from workflows.engine.errors import ResponseValidationError
+from workflows.engine.values import in_key_order
+from workflows.models import Interrupt
+
+# The JSON columns of an interrupt that people read in the order the workflow gave.
+ORDERED_COLUMNS = ("payload", "response_schema", "on_timeout")
+# Values nested deeper than this show as one line of JSON cut to FOLDED_CHARS: a page
+# never recurses as deep as a value may go.
+MAX_DEPTH = 20
+FOLDED_CHARS = 200
 
 
 def _scalar(value: Any) -> SafeString:
@@ -22,31 +34,144 @@ def _scalar(value: Any) -> SafeString:
     return format_html("{}", value)
 
 
-def _folded(value: dict | list) -> SafeString:
+def _folded(value: dict | list, depth: int) -> SafeString:
     size = f"{len(value)} field(s)" if isinstance(value, dict) else f"{len(value)} item(s)"
-    return format_html("<details><summary>{}</summary>{}</details>", size, render_value(value))
+    return format_html(
+        "<details><summary>{}</summary>{}</details>", size, render_value(value, depth)
+    )
 
 
-def _cell(value: Any) -> SafeString:
+def _cell(value: Any, depth: int) -> SafeString:
     if isinstance(value, dict | list) and value:
-        return _folded(value)
+        return _folded(value, depth)
     if isinstance(value, dict | list):
         return mark_safe('<span class="quiet">empty</span>')
     return _scalar(value)
 
 
-def render_value(value: Any) -> SafeString:
+def render_value(value: Any, depth: int = 0) -> SafeString:
     """A dict as a two-column table, a list as a numbered list; nested dicts and lists
-    inside them are folded under <details>."""
+    inside them are folded under <details>, MAX_DEPTH levels deep, then shown as JSON."""
+    if isinstance(value, dict | list) and depth >= MAX_DEPTH:
+        return format_html('<code class="hitl-deep">{}</code>', compact_json(value))
     if isinstance(value, dict):
-        rows = format_html_join(
-            "", "<tr><th>{}</th><td>{}</td></tr>", ((k, _cell(v)) for k, v in value.items())
-        )
+        cells = ((key, _cell(item, depth + 1)) for key, item in value.items())
+        rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", cells)
         return format_html('<table class="hitl-value">{}</table>', rows)
     if isinstance(value, list):
-        items = format_html_join("", "<li>{}</li>", ((_cell(v),) for v in value))
+        items = format_html_join("", "<li>{}</li>", ((_cell(v, depth + 1),) for v in value))
         return format_html('<ol class="hitl-value">{}</ol>', items)
     return _scalar(value)
+
+
+class _Text(str):
+    """Punctuation or a key of a text being written, as opposed to a value to write."""
+
+
+_DONE = object()
+
+
+def _pieces(
+    value: Any, parts: Callable[[Any], Iterator[Any]], scalar: Callable[[Any], str]
+) -> Iterator[str]:
+    """The text of `value` piece by piece, without recursion: `parts(container)` yields a
+    dict's or a list's pieces (_Text and the values in it), `scalar` writes the rest."""
+    stack = [iter((value,))]
+    while stack:
+        piece = next(stack[-1], _DONE)
+        if piece is _DONE:
+            stack.pop()
+        elif isinstance(piece, _Text):
+            yield piece
+        elif isinstance(piece, dict | list):
+            stack.append(parts(piece))
+        else:
+            yield scalar(piece)
+
+
+def _clipped(pieces: Iterator[str], limit: int) -> str:
+    """The text the pieces make, cut to `limit` characters (reading no more than that)."""
+    text, size = [], 0
+    for piece in pieces:
+        text.append(piece)
+        size += len(piece)
+        if size > limit:
+            break
+    joined = "".join(text)
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
+
+
+def _json_parts(value: dict | list) -> Iterator[Any]:
+    if isinstance(value, dict):
+        yield _Text("{")
+        for index, (key, item) in enumerate(value.items()):
+            yield _Text(f"{', ' if index else ''}{json.dumps(str(key), ensure_ascii=False)}: ")
+            yield item
+        yield _Text("}")
+    else:
+        yield _Text("[")
+        for index, item in enumerate(value):
+            if index:
+                yield _Text(", ")
+            yield item
+        yield _Text("]")
+
+
+def _json_scalar(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def compact_json(value: Any, limit: int = FOLDED_CHARS) -> str:
+    """`value` as one line of JSON, at most `limit` characters, however deep it is."""
+    return _clipped(_pieces(value, _json_parts, _json_scalar), limit)
+
+
+def _line_parts(value: dict | list) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for index, (key, item) in enumerate(value.items()):
+            yield _Text(f"{', ' if index else ''}{key}: ")
+            yield item
+    else:
+        for index, item in enumerate(value):
+            if index:
+                yield _Text(", ")
+            yield item
+
+
+def _line_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "none" if value is None else str(value)
+
+
+def one_line(value: Any, limit: int = 80) -> str:
+    """A short text for a list cell: `approved: no, comment: late`."""
+    return _clipped(_pieces(value, _line_parts, _line_scalar), limit)
+
+
+def answer_cell(response: Any) -> SafeString:
+    """A decision's answer in a table: "approved" or "rejected" for a yes/no (the comment
+    has a column of its own), then whatever else it holds, as fields."""
+    approved = response.get("approved") if isinstance(response, dict) else None
+    if not isinstance(approved, bool):
+        return render_value(response)
+    rest = {k: v for k, v in response.items() if k not in ("approved", "comment")}
+    word = "approved" if approved else "rejected"
+    return format_html("{}{}", word, render_value(rest) if rest else "")
+
+
+def in_declared_order(interrupt: Interrupt) -> Interrupt:
+    """`interrupt` with the objects in its payload, response_schema and on_timeout in the
+    key order the workflow declared, for the fields, tables and texts made of them.
+    PostgreSQL's jsonb re-sorts object keys; `key_order` holds `{column:
+    workflows.engine.values.key_order(value)}` written beside them (a row without it
+    keeps the stored order). Columns left out of the query stay unloaded."""
+    orders = getattr(interrupt, "key_order", None) or {}
+    deferred = interrupt.get_deferred_fields()
+    for column in ORDERED_COLUMNS:
+        if column in orders and column not in deferred:
+            setattr(interrupt, column, in_key_order(getattr(interrupt, column), orders[column]))
+    return interrupt
 
 
 def waited(since: datetime) -> str:
@@ -67,24 +192,11 @@ def countdown(deadline: datetime | None) -> SafeString:
     )
 
 
-def one_line(value: Any, limit: int = 80) -> str:
-    """A short text for a list cell: `approved: no, comment: late`."""
-    if isinstance(value, dict):
-        text = ", ".join(f"{k}: {one_line(v, limit)}" for k, v in value.items())
-    elif isinstance(value, list):
-        text = ", ".join(one_line(v, limit) for v in value)
-    elif isinstance(value, bool):
-        text = "yes" if value else "no"
-    else:
-        text = "none" if value is None else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:
     """What happens (or happened) when the deadline passes; `brief` for a list cell."""
     if on_timeout is None:
         return mark_safe("the invocation fails")
-    response = on_timeout.get("response")
+    response = on_timeout.get("response") if isinstance(on_timeout, dict) else on_timeout
     if brief:
         return format_html("answered with “{}”", one_line(response))
     return format_html("answered with {}", render_value(response))
@@ -95,7 +207,7 @@ def timeout_summary(on_timeout: Any) -> SafeString:
     answer"); the whole answer shows on hover and on the decision page."""
     if on_timeout is None:
         return timeout_policy(None)
-    response = on_timeout.get("response")
+    response = on_timeout.get("response") if isinstance(on_timeout, dict) else on_timeout
     approved = response.get("approved") if isinstance(response, dict) else None
     if isinstance(approved, bool):
         words = "approved" if approved else "rejected"

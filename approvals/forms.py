@@ -23,7 +23,7 @@ from django_jsonform.widgets import JSONFormWidget
 
 from workflows.engine.errors import ResponseValidationError
 
-SEPARATOR = "__"  # nested property "address" > "city" is the field "address__city"
+SEPARATOR = "__"  # nested property "address" > "city" is the field named "address__city"
 ROOT = "response"  # the one field of a schema whose answer is not an object
 # What the JSON editor edits when the interrupt gave no schema: an object of any keys
 # (django-jsonform's "dict"; its values are text in the editor).
@@ -105,19 +105,20 @@ def _is_nested_object(schema: dict[str, Any]) -> bool:
 
 
 def schema_fields(
-    schema: dict[str, Any], prefix: str = "", skip: set[str] = frozenset()
-) -> dict[str, forms.Field]:
-    """Form fields for an object schema's properties, nested ones flattened by prefix."""
-    fields: dict[str, forms.Field] = {}
+    schema: dict[str, Any], parent: tuple[str, ...] = (), skip: set[str] = frozenset()
+) -> dict[tuple[str, ...], forms.Field]:
+    """Form fields for an object schema's properties by property path, nested objects'
+    properties flattened into the same dict."""
+    fields: dict[tuple[str, ...], forms.Field] = {}
     required = set(schema.get("required") or [])
     for name, prop in (schema.get("properties") or {}).items():
         if name in skip or not isinstance(prop, dict):
             continue
-        key = f"{prefix}{name}"
+        path = (*parent, name)
         if _is_nested_object(prop):
-            fields.update(schema_fields(prop, f"{key}{SEPARATOR}"))
+            fields.update(schema_fields(prop, path))
         else:
-            fields[key] = field_for(name, prop, name in required)
+            fields[path] = field_for(name, prop, name in required)
     return fields
 
 
@@ -132,14 +133,23 @@ def _is_empty(value: Any) -> bool:
 
 
 class SchemaForm(forms.Form):
-    """A form whose fields come from `schema`; `response()` is the answer it describes."""
+    """A form whose fields come from `schema`; `response()` is the answer it describes.
+
+    `paths` maps each field's name to the property path it answers: names are generated
+    (a nested property's joined by SEPARATOR, numbered when two would be the same), so a
+    property named "cost__center" stays one property."""
 
     def __init__(self, schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schema = schema or {}
         self.is_object = _is_nested_object(self.schema)
+        self.paths: dict[str, tuple[str, ...]] = {}
         if self.is_object:
-            self.fields.update(schema_fields(self.schema, skip=self.skipped_properties()))
+            fields = schema_fields(self.schema, skip=self.skipped_properties())
+            for path, field in fields.items():
+                name = self._free_name(SEPARATOR.join(path))
+                self.paths[name] = path
+                self.fields[name] = field
         else:
             self.fields[ROOT] = field_for(ROOT, self.schema, required=True)
             self.fields[ROOT].label = self.schema.get("title", "Answer")
@@ -147,15 +157,27 @@ class SchemaForm(forms.Form):
     def skipped_properties(self) -> set[str]:
         return set(SERVICE_OWNED)
 
+    def reserved_names(self) -> set[str]:
+        """Field names the form keeps for fields of its own."""
+        return set()
+
+    def _free_name(self, name: str) -> str:
+        taken = self.fields.keys() | self.reserved_names()
+        candidate, number = name, 2
+        while candidate in taken:
+            candidate, number = f"{name}_{number}", number + 1
+        return candidate
+
     def response(self) -> Any:
         """The JSON answer from cleaned data; empty optional fields are left out."""
         if not self.is_object:
             return _json_value(self.cleaned_data[ROOT])
         answer: dict[str, Any] = {}
-        for key, value in self.cleaned_data.items():
-            if key not in self.fields or (_is_empty(value) and not self.fields[key].required):
+        for name, path in self.paths.items():
+            value = self.cleaned_data.get(name)
+            if _is_empty(value) and not self.fields[name].required:
                 continue
-            *parents, leaf = key.split(SEPARATOR)
+            *parents, leaf = path
             target = answer
             for parent in parents:
                 target = target.setdefault(parent, {})
@@ -165,13 +187,13 @@ class SchemaForm(forms.Form):
     def add_validation_error(self, error: ResponseValidationError) -> None:
         """Show a schema error on the field it names (its nearest enclosing field), or on
         the form as a whole."""
-        parts = [] if error.field == ROOT else error.field.split(".")
-        while parts:
-            key = SEPARATOR.join(parts)
-            if key in self.fields:
-                self.add_error(key, error.message)
+        by_field = {".".join(path): name for name, path in self.paths.items()}
+        where = "" if error.field == ROOT else error.field
+        while where:
+            if where in by_field:
+                self.add_error(by_field[where], error.message)
                 return
-            parts.pop()
+            where = where.rpartition(".")[0]
         if not self.is_object and ROOT in self.fields:
             self.add_error(ROOT, error.message)
         else:
@@ -207,16 +229,16 @@ class ApprovalForm(SchemaForm):
     def skipped_properties(self) -> set[str]:
         return {*SERVICE_OWNED, "approved"}
 
+    def reserved_names(self) -> set[str]:
+        return {"decision"}
+
     @property
     def comment(self) -> str:
         return self.cleaned_data.get("comment") or ""
 
     def response(self) -> Any:
-        answer = super().response()
-        answer.pop("decision", None)
-        if "comment" not in (self.schema.get("properties") or {}):
-            answer.pop("comment", None)
-        return {"approved": self.cleaned_data["decision"] == self.APPROVE, **answer}
+        # A comment the schema does not hold has no property path: it stays out of it.
+        return {"approved": self.cleaned_data["decision"] == self.APPROVE, **super().response()}
 
 
 def form_for(schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> SchemaForm:

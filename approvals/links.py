@@ -23,12 +23,16 @@ DECISIONS = ("approve", "reject")
 @dataclass(frozen=True)
 class DecisionLink:
     interrupt_id: str
-    user_id: Any
+    user_id: Any  # the user's primary key; in a token always as text (a UUID is no JSON)
     decision: str  # "approve" or "reject"
+
+    def is_for(self, user: Any) -> bool:
+        """Whether the link was made for `user`, whatever the type of the primary key."""
+        return str(user.pk) == str(self.user_id)
 
 
 def make_token(link: DecisionLink) -> str:
-    payload = {"i": link.interrupt_id, "u": link.user_id, "d": link.decision}
+    payload = {"i": link.interrupt_id, "u": str(link.user_id), "d": link.decision}
     return signing.TimestampSigner(salt=SALT).sign_object(payload, compress=True)
 
 

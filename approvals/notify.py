@@ -49,35 +49,52 @@ def _answerable_by_link(interrupt: Interrupt) -> bool:
     return not any(f.required for name, f in form.fields.items() if name != "decision")
 
 
+def subject_line(interrupt: Interrupt) -> str:
+    """The mail's subject: one line (a header may not hold a line break), kept short."""
+    question = " ".join((interrupt.message or "").split()) or interrupt.pk
+    return f"Decision needed: {Truncator(question).chars(70)}"
+
+
 def notify_assignees(interrupt_id: str) -> int:
-    """Send each assignee an e-mail about the interrupt; return how many were sent."""
+    """Send each assignee an e-mail about the interrupt; return how many were sent. Each
+    mail is sent on its own: one that fails is logged and the others still go."""
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
     if interrupt is None or interrupt.status != InterruptStatus.PENDING:
         return 0
     base = hitl_settings.EMAIL_BASE_URL.rstrip("/")
     page = base + reverse("admin:approvals_pendingapproval_change", args=[quote(interrupt.pk)])
     by_link = _answerable_by_link(interrupt)
-    subject = f"Decision needed: {Truncator(interrupt.message or interrupt.pk).chars(70)}"
-    messages = []
-    for user in recipients(interrupt):
-        context = {
-            "interrupt": interrupt,
-            "user": user,
-            "page_url": page,
-            "approve_url": by_link and absolute_url(DecisionLink(interrupt.pk, user.pk, "approve")),
-            "reject_url": by_link and absolute_url(DecisionLink(interrupt.pk, user.pk, "reject")),
-            "max_age_hours": hitl_settings.EMAIL_LINK_MAX_AGE // 3600,
-        }
-        messages.append(
-            EmailMessage(
-                subject=subject,
-                body=render_to_string("approvals/email/decision_needed.txt", context),
-                to=[user.email],
-            )
-        )
-    if messages:
-        get_connection().send_messages(messages)
-    return len(messages)
+    subject = subject_line(interrupt)
+    sent = 0
+    with get_connection() as connection:
+        for user in recipients(interrupt):
+            try:
+                _message(interrupt, user, subject, page, by_link, connection).send()
+            except Exception:
+                logger.exception(
+                    "could not e-mail %s about interrupt %s", user.get_username(), interrupt.pk
+                )
+            else:
+                sent += 1
+    return sent
+
+
+def _message(
+    interrupt: Interrupt, user: Any, subject: str, page: str, by_link: bool, connection: Any
+) -> EmailMessage:
+    def link(decision: str) -> str | bool:
+        return by_link and absolute_url(DecisionLink(interrupt.pk, user.pk, decision))
+
+    context = {
+        "interrupt": interrupt,
+        "user": user,
+        "page_url": page,
+        "approve_url": link("approve"),
+        "reject_url": link("reject"),
+        "max_age_hours": hitl_settings.EMAIL_LINK_MAX_AGE // 3600,
+    }
+    body = render_to_string("approvals/email/decision_needed.txt", context)
+    return EmailMessage(subject=subject, body=body, to=[user.email], connection=connection)
 
 
 def on_interrupt_opened(sender: Any, interrupt_id: str, **kwargs: Any) -> None:

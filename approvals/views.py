@@ -18,10 +18,12 @@ from workflows import services
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus
 from workflows.models import Interrupt
+from workflows.policy import answer_policy
 
 from . import display
 from .forms import ApprovalForm
 from .links import read_token
+from .loading import readable_row
 
 TEMPLATE = "approvals/email_decision.html"
 
@@ -41,16 +43,22 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
         return _page(request, 400, problem="This link is not valid.")
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path(), reverse("admin:login"))
-    if request.user.pk != link.user_id:
+    if not link.is_for(request.user):
         problem = (
             f"This link was sent to someone else, and you are logged in as "
             f"{request.user.get_username()}. Log out, open the link again and log in as the "
             "person it was sent to."
         )
         return _page(request, 403, problem=problem)
-    interrupt = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id).first()
+    chosen = Interrupt.objects.select_related("invocation").filter(pk=link.interrupt_id)
+    interrupt = readable_row(chosen)
     if interrupt is None:
         return _page(request, 404, problem="This question no longer exists.")
+    # Asked again on every visit: the question may have been reassigned since the mail.
+    refusal = answer_policy().refusal(request.user, interrupt)
+    if refusal:
+        return _page(request, 403, problem=f"You may not answer this question now: {refusal}.")
+    display.in_declared_order(interrupt)
     approve = link.decision == ApprovalForm.APPROVE
     data = {**request.POST.dict(), "decision": link.decision} if request.method == "POST" else None
     form = ApprovalForm(interrupt.response_schema, data)

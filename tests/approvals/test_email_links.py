@@ -2,15 +2,21 @@
 only shows a confirmation page, the POST decides, once, for the user it was sent to."""
 
 import re
+import smtplib
+import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import Group
 from django.core import mail, signing
+from django.core.mail.backends import locmem
+from django.core.mail.backends.base import BaseEmailBackend
 from django.test import override_settings
 
 from approvals.links import DecisionLink, make_token, read_token
 from tests.asking import APPROVAL, ask
 from tests.factories import ApproverFactory
+from workflows import services
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Decision, Interrupt, Invocation
 
@@ -73,12 +79,35 @@ def test_a_mail_failure_never_breaks_the_workflow(caplog):
     assert "could not e-mail the assignees" in caplog.text
 
 
-class Broken:
-    def __init__(self, *args, **kwargs):
-        pass
+class Broken(BaseEmailBackend):
+    def open(self):
+        raise ConnectionRefusedError("smtp down")
+
+
+class RefusesBob(locmem.EmailBackend):
+    """Delivers like the test backend, except to bob, whose mail server refuses."""
 
     def send_messages(self, messages):
-        raise ConnectionRefusedError("smtp down")
+        if any("bob@example.com" in m.to for m in messages):
+            raise smtplib.SMTPRecipientsRefused({"bob@example.com": (550, b"no such user")})
+        return super().send_messages(messages)
+
+
+@override_settings(HITL=EMAIL_ON, EMAIL_BACKEND="tests.approvals.test_email_links.RefusesBob")
+def test_a_multi_line_question_reaches_everyone_but_the_one_refused(caplog):
+    for name in ("alice", "bob", "carol"):
+        ApproverFactory(username=name, email=f"{name}@example.com")
+    ask(
+        message="Approve the offsite?\nBudget: 4,200 EUR\r\nVenue: Lisbon, " + "x" * 100,
+        assignees=["user:alice", "user:bob", "user:carol"],
+    )
+    assert sorted(m.to[0] for m in mail.outbox) == ["alice@example.com", "carol@example.com"]
+    subject = mail.outbox[0].subject
+    assert subject.startswith("Decision needed: Approve the offsite? Budget: 4,200 EUR Venue:")
+    assert "\n" not in subject and "\r" not in subject
+    assert len(subject) <= len("Decision needed: ") + 70 and subject.endswith("…")
+    assert "Budget: 4,200 EUR" in mail.outbox[0].body  # the body keeps the lines
+    assert "could not e-mail bob about interrupt" in caplog.text
 
 
 def test_get_confirms_post_decides_once(client):
@@ -145,3 +174,40 @@ def test_tampered_and_expired_links_decide_nothing(client):
         expired = client.post(f"/approvals/email/{token}/")
     assert expired.status_code == 410 and b"expired" in expired.content
     assert not Decision.objects.exists()
+
+
+def test_a_link_stops_showing_the_question_once_reassigned_away(client):
+    alice = ApproverFactory(username="alice")
+    ApproverFactory(username="bob")
+    interrupt = ask(
+        message="Approve the Initech contract?",
+        payload={"value_eur": 120000},
+        assignees=["user:alice"],
+    )
+    url = link_url(interrupt, alice, "approve")
+    client.force_login(alice)
+    assert b"Approve the Initech contract?" in client.get(url).content
+    services.reassign(interrupt.pk, ["user:bob"], actor=alice)
+    for response in (client.get(url), client.post(url)):
+        assert response.status_code == 403
+        page = response.content.decode()
+        assert "You may not answer this question now" in page
+        assert "alice is not among the assignees (user:bob)" in page
+        assert "Initech" not in page and "120000" not in page
+    assert not Decision.objects.exists()
+
+
+def test_a_link_for_a_user_whose_key_is_a_uuid():
+    key = uuid.uuid4()
+    person = SimpleNamespace(pk=key)
+    token = make_token(DecisionLink("q-1", person.pk, "approve"))
+    link = read_token(token)
+    assert (link.interrupt_id, link.decision) == ("q-1", "approve")
+    assert link.is_for(person)
+    assert link.is_for(SimpleNamespace(pk=uuid.UUID(str(key))))
+    assert not link.is_for(SimpleNamespace(pk=uuid.uuid4()))
+    # A whole-number key compares the same way, as text.
+    assert read_token(make_token(DecisionLink("q-1", 7, "reject"))).is_for(SimpleNamespace(pk=7))
+    assert not read_token(make_token(DecisionLink("q-1", 7, "reject"))).is_for(
+        SimpleNamespace(pk=17)
+    )

@@ -206,3 +206,39 @@ def test_a_decision_without_a_button_is_refused():
     form = form_for(APPROVAL, {"comment": "?"})
     assert not form.is_valid()
     assert "decision" in form.errors
+
+
+def test_a_property_named_with_the_separator_stays_one_property():
+    schema = {
+        "type": "object",
+        "properties": {
+            "cost__center": {"type": "string"},
+            "cost": {"type": "object", "properties": {"center": {"type": "string"}}},
+            "a.b": {"type": "integer"},
+        },
+        "required": ["cost__center"],
+    }
+    form = SchemaForm(schema, {"cost__center": "R&D", "cost__center_2": "Ops", "a.b": "4"})
+    assert form.paths == {
+        "cost__center": ("cost__center",),
+        "cost__center_2": ("cost", "center"),
+        "a.b": ("a.b",),
+    }
+    assert form.is_valid(), form.errors
+    answer = form.response()
+    assert answer == {"cost__center": "R&D", "cost": {"center": "Ops"}, "a.b": 4}
+    validate_response("q", schema, answer)
+    form.add_validation_error(ResponseValidationError("q", "cost.center", "unknown centre"))
+    form.add_validation_error(ResponseValidationError("q", "a.b", "too small"))
+    assert form.errors["cost__center_2"] == ["unknown centre"]
+    assert form.errors["a.b"] == ["too small"]
+
+
+def test_an_approval_property_named_decision_is_not_the_button():
+    schema = {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}, "decision": {"type": "string"}},
+    }
+    form = form_for(schema, {"decision": "approve", "decision_2": "ship it"})
+    assert form.is_valid(), form.errors
+    assert form.response() == {"approved": True, "decision": "ship it"}

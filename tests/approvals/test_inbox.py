@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from tests.approvals.conftest import INBOX
 from tests.asking import ask
-from tests.factories import ApproverFactory, UserFactory
+from tests.factories import ApproverFactory, StaffFactory, UserFactory
 from workflows import services
 from workflows.models import Interrupt
 
@@ -40,11 +40,20 @@ def test_a_group_assignment_and_a_decision_already_made(login, approver):
     assert listed(login(approver).get(INBOX)) == [other.pk]
 
 
-def test_staff_without_the_permission_see_nothing(login):
-    ask()
-    staff = UserFactory(is_staff=True)
+def test_staff_without_the_permission_are_told_what_it_takes(login):
+    ask(message="Approve the offsite?")
+    StaffFactory(username="root")
+    staff = UserFactory(username="newcomer", is_staff=True)
     client = login(staff)
-    assert client.get(INBOX).status_code == 403
+    refused = client.get(INBOX)
+    assert refused.status_code == 403
+    page = refused.content.decode()
+    assert "You may not answer questions yet" in page
+    assert "Workflows | interrupt | Can answer interrupts" in page  # as the admin lists it
+    assert "workflows.answer_interrupt" in page
+    assert "Administrators here: root." in page
+    assert "Log out" in page and "newcomer" in page  # the admin's layout, its header
+    assert "Approve the offsite?" not in page
     index = client.get("/admin/")
     assert b"Pending approvals" not in index.content
 

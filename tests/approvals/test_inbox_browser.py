@@ -32,8 +32,8 @@ HIDDEN_WIDTH = (
 
 @pytest.fixture
 def chromium(live_server):
-    """`with chromium() as login:` gives login(username) -> a logged-in page, each in a
-    browser context of its own (its own cookies), all in one browser."""
+    """`with chromium() as login:` gives login(username, width=1280) -> a logged-in
+    page, each in a browser context of its own (its own cookies), all in one browser."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed")
@@ -43,8 +43,8 @@ def chromium(live_server):
         with playwright_api.sync_playwright() as playwright:
             launched = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
 
-            def login(username: str):
-                context = launched.new_context(viewport={"width": WIDTH, "height": 900})
+            def login(username: str, width: int = WIDTH):
+                context = launched.new_context(viewport={"width": width, "height": 900})
                 page = context.new_page()
                 page.goto(f"{live_server.url}/admin/login/")
                 page.fill("#id_username", username)
@@ -143,3 +143,59 @@ def test_a_quorum_of_two_in_two_browser_contexts(live_server, chromium):
     assert [d["actor"] for d in invocation.output["decisions"]] == ["ann", "ben"]
     assert invocation.output["decisions"][0]["comment"] == "Numbers check out"
     assert Decision.objects.filter(interrupt=question).count() == 2
+
+
+# The right edge of the furthest-reaching element on the page, and of each inbox cell.
+RIGHT_EDGES = """(selector) => {
+  const right = (e) => Math.round(e.getBoundingClientRect().right);
+  return {
+    page: document.documentElement.scrollWidth,
+    cells: [...document.querySelectorAll(selector)].map(right),
+  };
+}"""
+PHONE = 390
+
+
+def test_the_inbox_and_a_decision_page_on_a_phone(live_server, chromium):
+    ApproverFactory(username="alice")
+    offsite = ask(
+        message="Approve the team offsite in Lisbon?",
+        payload={
+            "requested_by": "Grace Hopper",
+            "tracking_reference": "LIS-" + "0123456789" * 8,
+            "dates": {"from": "2027-03-01", "to": "2027-03-03"},
+        },
+        assignees=["user:alice", "group:finance"],
+        timeout=timedelta(hours=20),
+        on_timeout={"approved": False, "comment": "no answer in time"},
+    )
+    ask(message="Second opinion on the Initech contract", quorum=2, payload={"value": 120000})
+
+    with chromium() as login:
+        page = login("alice", width=PHONE)
+        page.goto(live_server.url + "/admin/approvals/pendingapproval/")
+        inbox_hidden = page.evaluate(HIDDEN_WIDTH, "#changelist .results")
+        inbox = page.evaluate(RIGHT_EDGES, "#result_list tbody td, #result_list tbody th")
+        due = page.inner_text("#result_list tbody tr >> nth=0 >> td.field-due")
+        due_label = page.evaluate(
+            "getComputedStyle(document.querySelector('td.field-due'), '::before').content"
+        )
+        page.click("text=Approve the team offsite in Lisbon?")
+        page.wait_for_selector("#decision-form")
+        page.click(".hitl-payload summary")  # the nested dates, unfolded
+        decision = page.evaluate(RIGHT_EDGES, ".hitl-payload td, #approve, #reject")
+        page.fill("textarea[name=comment]", "Fine on a phone.")
+        page.click("#approve")
+        page.wait_for_selector("ul.messagelist")
+        message = page.inner_text("ul.messagelist")
+
+    assert inbox_hidden == 0, "the inbox scrolls sideways inside its box on a phone"
+    assert inbox["page"] <= PHONE and max(inbox["cells"]) <= PHONE
+    assert due.startswith("in ") and due_label == '"due "'  # each cell says what it is
+    assert decision["page"] <= PHONE, "the decision page is wider than a phone"
+    assert max(decision["cells"]) <= PHONE
+    assert "is answered" in message
+    assert Invocation.objects.get(pk=offsite.invocation_id).output == {
+        "approved": True,
+        "comment": "Fine on a phone.",
+    }

@@ -3,6 +3,7 @@ person, named errors that change nothing, and 20 approvers at once on PostgreSQL
 
 import threading
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -343,3 +344,18 @@ def test_decisions_racing_cancel_reach_nobody_as_a_database_error(transactional_
     else:
         assert stored.status == InterruptStatus.CANCELLED and outcomes["cancel"] == "done"
         assert len(counted) < 3 and not user_events.exists()
+
+
+def test_a_decimal_answer_is_taken_as_the_number_it_is():
+    ada = ApproverFactory(username="ada")
+    schema = {"type": "object", "properties": {"amount": {"type": "number"}}}
+    decided = ask(response_schema=schema)
+    decision = services.decide(decided.pk, {"amount": Decimal("3.5")}, actor=ada)
+    assert Decision.objects.get(pk=decision.pk).response == {"amount": 3.5}
+    assert finished(decided).output == {"amount": 3.5}
+    submitted = ask(response_schema=schema)
+    services.submit_function_responses(
+        [{"id": submitted.pk, "name": "question", "response": {"amount": Decimal("12")}}],
+        actor=ada,
+    )
+    assert finished(submitted).output == {"amount": 12}

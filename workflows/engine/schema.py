@@ -6,6 +6,7 @@ from typing import Any
 import jsonschema
 
 from .errors import ResponseValidationError
+from .values import decimals_as_numbers
 
 _BUILTIN_SCHEMAS: dict[type, dict[str, str]] = {
     bool: {"type": "boolean"},
@@ -41,7 +42,8 @@ def check_schema(schema: dict[str, Any] | None) -> None:
 
 
 def unwrap_response(response: Any) -> Any:
-    """`{"result": x}` stands for x; a JSON string there is parsed. Nothing is coerced."""
+    """The answer a response stands for: `{"result": x}` stands for x, a JSON string there
+    is parsed; a Decimal is the number it is. Nothing else is coerced ("3.5" stays text)."""
     if isinstance(response, dict) and set(response) == {"result"}:
         response = response["result"]
         if isinstance(response, str):
@@ -49,15 +51,22 @@ def unwrap_response(response: Any) -> Any:
                 return json.loads(response)
             except ValueError:
                 return response
-    return response
+    return decimals_as_numbers(response)
+
+
+def _missing(error: jsonschema.ValidationError) -> list[str]:
+    """The property a `required` error is about (one error per missing property; its
+    message names it: "'amount' is a required property")."""
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return []
+    missing = [name for name in error.validator_value if name not in error.instance]
+    named = [name for name in missing if error.message.startswith(f"{name!r} ")]
+    return (named or missing)[:1]
 
 
 def _field(error: jsonschema.ValidationError) -> str:
     """The JSON path of what an error is about (a missing property names itself)."""
-    path = list(error.absolute_path)
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [name for name in error.validator_value if name not in error.instance]
-        path += missing[:1]
+    path = [*error.absolute_path, *_missing(error)]
     return ".".join(str(p) for p in path) or "response"
 
 

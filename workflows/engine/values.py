@@ -95,6 +95,105 @@ def to_json_value(value: Any, what: str, max_bytes: int | None = None) -> Any:
     return json.loads(encode(value, what, max_bytes))
 
 
+def _number(value: decimal.Decimal) -> int | float:
+    if value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    return float(value)  # NaN and Infinity stay what they are, and are refused as such
+
+
+def decimals_as_numbers(value: Any) -> Any:
+    """`value` with every Decimal in it made an int or a float: an answer from a form's
+    DecimalField is a number (stored, a Decimal would become its string). Containers are
+    copied, the caller's value is left as it is, and tuples become lists as they are
+    stored. Walked without recursion: a value nested too deeply is refused later, by its
+    encoding, with that reason."""
+    if isinstance(value, decimal.Decimal):
+        return _number(value)
+    if not isinstance(value, dict | list | tuple):
+        return value
+    copies: dict[int, Any] = {}
+
+    def copy(container: Any) -> Any:
+        if id(container) not in copies:  # a shared or circular container is copied once
+            kind = dict if isinstance(container, dict) else list
+            copies[id(container)] = kind(container)
+            pending.append(copies[id(container)])
+        return copies[id(container)]
+
+    pending: list[Any] = []
+    root = copy(value)
+    while pending:
+        container = pending.pop()
+        slots = container.items() if isinstance(container, dict) else enumerate(container)
+        for slot, item in list(slots):
+            if isinstance(item, decimal.Decimal):
+                container[slot] = _number(item)
+            elif isinstance(item, dict | list | tuple):
+                container[slot] = copy(item)
+    return root
+
+
+def key_order(value: Any) -> list[list[Any]]:
+    """The order of the keys of every object in `value` with two keys or more, as
+    `[[path, [key, ...]], ...]` (a path lists the keys and indexes leading to the object):
+    what a store keeps beside a value where the database re-sorts object keys
+    (PostgreSQL's jsonb does; arrays keep their order). Walked without recursion."""
+    order: list[list[Any]] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            if len(item) > 1:
+                order.append([list(path), list(item)])
+            children = list(item.items())
+        elif isinstance(item, list):
+            children = list(enumerate(item))
+        else:
+            continue
+        stack.extend(((*path, slot), child) for slot, child in reversed(children))
+    return order
+
+
+def _holds(container: Any, step: Any) -> bool:
+    if isinstance(container, dict):
+        return isinstance(step, str) and step in container
+    if isinstance(container, list):
+        return type(step) is int and 0 <= step < len(container)
+    return False
+
+
+def in_key_order(value: Any, order: list[list[Any]] | None) -> Any:
+    """`value` with its objects' keys in the order `order` (from key_order) gives; keys
+    it does not name follow, and a path that leads nowhere in `value` is passed over.
+    The objects and arrays on the way are copied: `value` itself is left as it is."""
+    if not order:
+        return value
+    root, owned = [value], set()
+
+    def own(parent: Any, slot: Any) -> Any:
+        item = parent[slot]
+        if id(item) not in owned:
+            item = dict(item) if isinstance(item, dict) else list(item)
+            parent[slot] = item
+            owned.add(id(item))
+        return item
+
+    for path, keys in order:
+        parent, slot = root, 0
+        for step in path:
+            if not _holds(parent[slot], step):
+                break
+            parent, slot = own(parent, slot), step
+        else:
+            target = parent[slot]
+            if isinstance(target, dict):
+                ordered = {k: target[k] for k in keys if isinstance(k, str) and k in target}
+                ordered.update(target)  # the keys not named, after the others
+                parent[slot] = ordered
+                owned.add(id(ordered))
+    return root[0]
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
