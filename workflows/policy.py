@@ -85,3 +85,55 @@ def can_reassign(user: Any, interrupt: Interrupt) -> bool:
     if not (user and user.is_authenticated and user.is_active):
         return False
     return user.has_perm(REASSIGN_PERMISSION) or answer_policy().can_answer(user, interrupt)
+
+
+ADD_GRANT_PERMISSION = "workflows.add_grant"
+CHANGE_GRANT_PERMISSION = "workflows.change_grant"
+
+
+class GranterPolicy:
+    """Who may make and revoke grants (remembered approvals of a gate).
+
+    Remembering an approval for its invocation or its session is part of approving (the
+    answer rule says who approves). Remembering it `always`, and making a grant apart from
+    any decision, need the model permission `workflows.add_grant`. Revoking needs
+    `workflows.change_grant`, or being the one who granted it."""
+
+    def refusal_to_grant(self, user: Any, scope: str | None) -> str:
+        """Why `user` may not make a grant of `scope` ("" when they may); `scope` None: a
+        grant made apart from any decision."""
+        who = _who(user)
+        if not _is_person(user):
+            return f"{who} may grant nothing"
+        if scope is not None and scope != "always":
+            return ""
+        if not user.has_perm(ADD_GRANT_PERMISSION):
+            what = "remember an approval always" if scope else "make a grant"
+            return f"{who} lacks the permission {ADD_GRANT_PERMISSION} to {what}"
+        return ""
+
+    def refusal_to_revoke(self, user: Any, grant: Any) -> str:
+        who = _who(user)
+        if not _is_person(user):
+            return f"{who} may revoke nothing"
+        if grant.granted_by_id == user.pk or user.has_perm(CHANGE_GRANT_PERMISSION):
+            return ""
+        return (
+            f"{who} did not grant {grant.pk!r} and lacks the permission "
+            f"{CHANGE_GRANT_PERMISSION} to revoke it"
+        )
+
+    def may_revoke(self, user: Any, grant: Any) -> bool:
+        return not self.refusal_to_revoke(user, grant)
+
+
+def _is_person(user: Any) -> bool:
+    return bool(user and user.is_authenticated and user.is_active)
+
+
+def _who(user: Any) -> str:
+    return user.get_username() if user and user.is_authenticated else "an anonymous user"
+
+
+def grant_policy() -> GranterPolicy:
+    return GranterPolicy()

@@ -25,7 +25,7 @@ from .engine.errors import (
     ResponseValidationError,
     UnknownInterruptError,
 )
-from .engine.events import FunctionResponse
+from .engine.events import FunctionResponse, approval_vote
 from .engine.schema import unwrap_response, validate_response
 from .engine.status import InterruptStatus
 from .engine.transitions import (
@@ -35,6 +35,7 @@ from .engine.transitions import (
     checked_input,
     retry_batch,
 )
+from .grants import require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .policy import REASSIGN_PERMISSION, answer_policy, can_reassign
 from .registry import registry
@@ -161,6 +162,8 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
     interrupts = db.lock_for_answers_sync(ids)
     _require_answerer_of_all(actor, interrupts)
+    for response in responses:
+        require_granter(actor, response.id, unwrap_response(response.response))
     acceptance = accept_responses(
         responses,
         interrupts,
@@ -244,7 +247,7 @@ def _node_name(interrupt: Interrupt) -> str:
 def _decision_summary(decision: Decision) -> dict[str, Any]:
     return {
         "actor": decision.actor.get_username(),
-        "approved": decision.response["approved"],
+        "approved": approval_vote(decision.response),
         "comment": decision.comment or decision.response.get("comment", ""),
         "at": decision.created_at.isoformat(),
     }
@@ -257,8 +260,8 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     latest = decisions[-1]
     if interrupt.quorum == 1:
         return latest.response
-    approvals = sum(d.response["approved"] is True for d in decisions)
-    if latest.response["approved"] is False or approvals >= interrupt.quorum:
+    approvals = sum(approval_vote(d.response) is True for d in decisions)
+    if approval_vote(latest.response) is False or approvals >= interrupt.quorum:
         return {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
     return None
 
@@ -266,7 +269,7 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
 def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
     if interrupt.quorum == 1:
         return
-    if not isinstance(value, dict) or not isinstance(value.get("approved"), bool):
+    if approval_vote(value) is None:
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
         )
@@ -296,6 +299,7 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     value = unwrap_response(response)
     validate_response(interrupt.pk, interrupt.response_schema, value)
     _check_quorum_vote(interrupt, value)
+    require_granter(actor, interrupt.pk, value)
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )

@@ -29,7 +29,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import signals
+from . import signals, store_actions
 from .conf import hitl_settings
 from .engine.errors import (
     DuplicateInterruptError,
@@ -96,8 +96,14 @@ NODE_RUN_CONFLICT = "ON CONFLICT (invocation_id, path) DO UPDATE SET " + ", ".jo
 
 
 def _is_step(batch: WriteBatch) -> bool:
-    """A node-run transition of a leased execution: no interrupt rows to create or close."""
-    return batch.lease_owner is not None and not batch.resolutions and not batch.new_interrupts
+    """A node-run transition of a leased execution: no interrupt rows to create or close,
+    no agent actions (grants, effects) to write."""
+    return (
+        batch.lease_owner is not None
+        and not batch.resolutions
+        and not batch.new_interrupts
+        and not store_actions.has_actions(batch)
+    )
 
 
 def _fits_one_statement(batch: WriteBatch) -> bool:
@@ -610,6 +616,7 @@ class DjangoStore:
                         if check is not None:
                             check(cursor)
                 waiting = None
+            store_actions.apply(batch, self.using)
             signals.announce(batch, self.using)
         return waiting
 
@@ -1043,6 +1050,29 @@ class DjangoStore:
         """Synchronous node code runs in the thread that owns the database connection, so
         node bodies may use the ORM (and share the caller's transaction)."""
         return await self._call(partial(func, *args, **kwargs))
+
+    # -- agent actions: grants and effects (store_actions) ------------------------------
+    def find_grants_sync(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[Any]:
+        return store_actions.find_grants(self.using, workflow_name, node_name, scopes, now)
+
+    def load_effects_sync(self, invocation_id: str, path: str) -> dict[str, Any]:
+        return store_actions.load_effects(self.using, self._pk(invocation_id), path)
+
+    async def find_grants(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[Any]:
+        return await self._call(self.find_grants_sync, workflow_name, node_name, list(scopes), now)
+
+    async def record_grant(self, grant: Any) -> None:
+        await self._call(store_actions.record_grant, self.using, grant)
+
+    async def revoke_grant(self, grant_id: str, at: Any) -> Any:
+        return await self._call(store_actions.revoke_grant, self.using, grant_id, at)
+
+    async def load_effects(self, invocation_id: str, path: str) -> dict[str, Any]:
+        return await self._call(self.load_effects_sync, invocation_id, path)
 
     # -- the async protocol the engine awaits --------------------------------------------
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:

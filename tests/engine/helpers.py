@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
@@ -64,6 +65,9 @@ class InMemoryBackend:
     async def grants(self, store: Any) -> dict[str, GrantRecord]:
         return dict(store.grants)
 
+    async def new_session(self, store: Any) -> str:
+        return str(uuid.uuid4())
+
     async def grant_uses(self, store: Any) -> list[GrantUse]:
         return list(store.grant_uses)
 
@@ -82,6 +86,11 @@ async def snapshot(store: Any) -> Any:
 async def grants(store: Any) -> dict[str, GrantRecord]:
     """{id: grant} of every grant the store keeps."""
     return await BACKEND.grants(store)
+
+
+async def new_session(store: Any) -> str:
+    """The id of a new session to start invocations in."""
+    return await BACKEND.new_session(store)
 
 
 async def grant_uses(store: Any) -> list[GrantUse]:

@@ -17,6 +17,8 @@ from workflows.engine import (
 
 from .helpers import COMPLETED, FAILED, WAITING, CountingStore, Harness, new_store, sync
 
+INVOCATION = "5f0e2b8c-9d1a-4c3e-8b7f-2a6d4e1c9b03"
+
 
 class Crash(BaseException):
     """The process dying: nothing after it is committed."""
@@ -50,8 +52,8 @@ def paying_workflow(
 async def crash_then_recover(h: Harness, node_input: Any) -> Any:
     """Run until the crash, then recover as a restarted worker does (`drive`)."""
     with pytest.raises(Crash):
-        await h.runner.run(node_input, invocation_id="inv-1")
-    return await h.check(await Runner(h.runner.workflow, store=h.store).drive("inv-1"))
+        await h.runner.run(node_input, invocation_id=INVOCATION)
+    return await h.check(await Runner(h.runner.workflow, store=h.store).drive(INVOCATION))
 
 
 async def effect_records(h: Harness, invocation_id: str, path: str) -> dict[str, Any]:
@@ -99,8 +101,8 @@ async def test_an_idempotent_effect_in_doubt_is_called_again_with_the_same_key()
     done = await crash_then_recover(h, 30)
     assert done.status == COMPLETED
     assert [amount for amount, _ in calls] == [30, 30]
-    assert calls[0][1] == calls[1][1] == "inv-1:payments@1/pay@1:charge"
-    (record,) = (await effect_records(h, "inv-1", "payments@1/pay@1")).values()
+    assert calls[0][1] == calls[1][1] == f"{INVOCATION}:payments@1/pay@1:charge"
+    (record,) = (await effect_records(h, INVOCATION, "payments@1/pay@1")).values()
     assert (record.status, record.attempts) == (EffectStatus.FINISHED, 2)
 
 
@@ -114,9 +116,9 @@ async def test_a_non_idempotent_effect_in_doubt_asks_and_a_yes_is_not_repeated(r
     assert len(calls) == 1  # not repeated
     ((question_id, request),) = asked.interrupts.items()
     assert request.payload["effect"] == "charge"
-    assert request.payload["idempotency_key"] == "inv-1:payments@1/pay@1:charge"
+    assert request.payload["idempotency_key"] == f"{INVOCATION}:payments@1/pay@1:charge"
     assert request.response_schema["required"] == ["happened"]
-    (record,) = (await effect_records(h, "inv-1", "payments@1/pay@1")).values()
+    (record,) = (await effect_records(h, INVOCATION, "payments@1/pay@1")).values()
     assert record.status == EffectStatus.IN_DOUBT
     happened = {"charged": 30, "receipt": "from the bank's site"}
     done = await h.resume({question_id: {"happened": True, "result": happened}})
@@ -147,7 +149,7 @@ async def test_an_effect_in_doubt_again_after_a_no_is_asked_about_anew():
     crash["after"] = True  # dies again after the call the "no" allowed
     with pytest.raises(Crash):
         await h.runner.resume([_answer(first_question, {"happened": False})])
-    again = await h.check(await Runner(h.runner.workflow, store=h.store).drive("inv-1"))
+    again = await h.check(await Runner(h.runner.workflow, store=h.store).drive(INVOCATION))
     (second_question,) = again.interrupts
     assert second_question != first_question
     assert len(calls) == 2
@@ -174,12 +176,12 @@ async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees():
         return result
 
     h = Harness(Workflow(name="payments", edges=[("START", pay)]))
-    asked = await h.runner.run({"amount": 9}, invocation_id="inv-1")
+    asked = await h.runner.run({"amount": 9}, invocation_id=INVOCATION)
     (gate_id,) = asked.interrupts
     crash["after"] = True
     with pytest.raises(Crash):
         await h.runner.resume([_answer(gate_id, {"decision": "approve"})])
-    in_doubt = await h.check(await Runner(h.runner.workflow, store=h.store).drive("inv-1"))
+    in_doubt = await h.check(await Runner(h.runner.workflow, store=h.store).drive(INVOCATION))
     ((question_id, request),) = in_doubt.interrupts.items()
     assert request.payload["effect"] == "charge"
     assert request.assignees == ["group:billing"]

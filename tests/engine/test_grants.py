@@ -25,6 +25,7 @@ from .helpers import (
     Harness,
     grant_uses,
     grants,
+    new_session,
     new_store,
     sync,
 )
@@ -134,11 +135,12 @@ async def test_a_session_grant_covers_the_session_and_nothing_else():
     paid: list[Any] = []
     workflow = payouts_workflow(paid, remember=("session",))
     h = Harness(workflow)
-    first = await h.runner.run(payouts(5), session_id="s-1")
+    session, other = await new_session(h.store), await new_session(h.store)
+    first = await h.runner.run(payouts(5), session_id=session)
     await h.check(await approve(h, first, remember="session"))
-    same_session = await h.runner.run(payouts(6), session_id="s-1")
+    same_session = await h.runner.run(payouts(6), session_id=session)
     assert same_session.status == COMPLETED
-    other_session = await h.runner.run(payouts(7), session_id="s-2")
+    other_session = await h.runner.run(payouts(7), session_id=other)
     assert other_session.status == WAITING
     assert paid == [5, 6]
 
@@ -161,6 +163,7 @@ async def test_a_grant_of_a_scope_the_gate_no_longer_allows_is_ignored():
     await h.store.record_grant(
         GrantRecord(id="g-always", workflow_name="payouts", node_name="pay", scope="always")
     )
+    assert set(await grants(h.store)) == {"g-always"}
     question(await h.run(payouts(5)))
     assert await grant_uses(h.store) == []
 

@@ -1,6 +1,7 @@
 """Invocation monitor: each invocation with a picture of its graph coloured by status, its
 node runs, its questions and its event timeline; a page per registered workflow with its
-graph; the webhook endpoints and their delivery log.
+graph; the webhook endpoints and their delivery log; the grants (remembered approvals of
+approval gates), with a revoke action.
 
 Every page here only shows ("View", never "Change"), webhook endpoints aside (they are
 configuration). The admin actions are the only way to change anything, each behind its own
@@ -10,6 +11,6 @@ The modules below hold only admin classes; importing them registers them. What t
 show is built in `display` (links and formatting) and `monitor` (the invocation page).
 """
 
-from . import interrupts, invocations, webhooks
+from . import grants, interrupts, invocations, webhooks
 
-__all__ = ["interrupts", "invocations", "webhooks"]
+__all__ = ["grants", "interrupts", "invocations", "webhooks"]

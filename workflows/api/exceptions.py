@@ -23,6 +23,7 @@ from ..registry import UnknownWorkflowError
 STATUS_BY_CODE: dict[str, int] = {
     "unknown_interrupt": status.HTTP_404_NOT_FOUND,
     "unknown_invocation": status.HTTP_404_NOT_FOUND,
+    "unknown_grant": status.HTTP_404_NOT_FOUND,
     "unknown_workflow": status.HTTP_400_BAD_REQUEST,
     "invalid_response": status.HTTP_400_BAD_REQUEST,
     "invalid_input": status.HTTP_400_BAD_REQUEST,

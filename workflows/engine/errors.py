@@ -228,3 +228,10 @@ class UnknownGrantError(WorkflowError, LookupError):
     def __init__(self, grant_id: Any):
         self.grant_id = grant_id
         super().__init__(f"unknown grant {grant_id!r}")
+
+
+class InvalidGrantError(FieldError):
+    """A grant asked for with values it cannot have (an unknown gate, a scope the gate
+    does not allow, pins that are not a JSON Schema...)."""
+
+    code = "invalid_grant"

@@ -8,10 +8,12 @@ node runner tells them apart by their ids, derived from the node run's idempoten
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from typing import Any
 
 _NAMESPACE = uuid.UUID("5b0c7f9e-3c2a-4d8e-9a51-6f1d2e7b4c10")
+_GATE_QUESTION = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}-gate")
 
 
 def _prefix(idempotency_key: str) -> str:
@@ -21,6 +23,11 @@ def _prefix(idempotency_key: str) -> str:
 def gate_question_id(idempotency_key: str) -> str:
     """The id of the gate's question of the node run with this idempotency key."""
     return f"{_prefix(idempotency_key)}-gate"
+
+
+def is_gate_question(interrupt_id: str) -> bool:
+    """Whether `interrupt_id` is the id of an approval gate's question."""
+    return bool(_GATE_QUESTION.fullmatch(interrupt_id))
 
 
 def effect_question_id(idempotency_key: str, effect_name: str, attempt: int) -> str:

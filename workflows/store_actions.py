@@ -1,0 +1,182 @@
+"""What the Django store keeps of agent actions: grants, their uses, and effects.
+
+Off the per-step path (a gate's grant lookup, an effect's start, a revocation), so the ORM
+is fine here. `apply` writes a batch's part in the batch's own transaction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Case, F, Q, When
+from django.utils import timezone
+
+from .engine.errors import GrantUnavailableError, UnknownGrantError
+from .engine.state import EffectRecord, GrantRecord, WriteBatch
+from .engine.status import EffectStatus, GrantScope
+from .gate_models import Effect, Grant, GrantUse
+
+EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
+
+
+def grant_record(row: Grant) -> GrantRecord:
+    return GrantRecord(
+        id=row.pk,
+        workflow_name=row.workflow_name,
+        node_name=row.node_name,
+        scope=GrantScope(row.scope),
+        scope_id=row.scope_id,
+        pins=row.pins,
+        expires_at=row.expires_at,
+        uses_left=row.uses_left,
+        granted_by=row.granted_by_id,
+        revoked_at=row.revoked_at,
+        created_at=row.created_at,
+        interrupt_id=row.interrupt_id or None,
+    )
+
+
+def grant_row(record: GrantRecord) -> Grant:
+    return Grant(
+        id=record.id,
+        workflow_name=record.workflow_name,
+        node_name=record.node_name,
+        scope=str(record.scope),
+        scope_id=record.scope_id,
+        pins=record.pins,
+        expires_at=record.expires_at,
+        uses_left=record.uses_left,
+        granted_by_id=record.granted_by,
+        revoked_at=record.revoked_at,
+        created_at=record.created_at or timezone.now(),
+        interrupt_id=record.interrupt_id or "",
+    )
+
+
+def live_at(now: datetime) -> Q:
+    return (
+        Q(revoked_at__isnull=True)
+        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        & (Q(uses_left__isnull=True) | Q(uses_left__gt=0))
+    )
+
+
+def find_grants(
+    using: str,
+    workflow_name: str,
+    node_name: str,
+    scopes: Iterable[tuple[str, str]],
+    now: datetime,
+) -> list[GrantRecord]:
+    within = Q()
+    for scope, scope_id in scopes:
+        within |= Q(scope=str(scope), scope_id=scope_id)
+    if not within:
+        return []
+    rows = Grant.objects.using(using).filter(
+        within, live_at(now), workflow_name=workflow_name, node_name=node_name
+    )
+    return [grant_record(row) for row in rows.order_by("created_at", "pk")]
+
+
+def record_grant(using: str, grant: GrantRecord) -> None:
+    Grant.objects.using(using).bulk_create([grant_row(grant)], ignore_conflicts=True)
+
+
+def revoke_grant(using: str, grant_id: str, at: datetime) -> GrantRecord:
+    with transaction.atomic(using=using):
+        row = Grant.objects.using(using).select_for_update().filter(pk=grant_id).first()
+        if row is None:
+            raise UnknownGrantError(grant_id)
+        if row.revoked_at is None:
+            row.revoked_at = at
+            row.save(update_fields=["revoked_at"])
+    return grant_record(row)
+
+
+def load_effects(using: str, invocation_id: Any, path: str) -> dict[str, EffectRecord]:
+    rows = Effect.objects.using(using).filter(invocation_id=invocation_id, path=path)
+    return {
+        row.name: EffectRecord(
+            invocation_id=str(row.invocation_id),
+            path=row.path,
+            name=row.name,
+            key=row.key,
+            status=EffectStatus(row.status),
+            result=row.result,
+            error=row.error or None,
+            attempts=row.attempts,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+        )
+        for row in rows
+    }
+
+
+def has_actions(batch: WriteBatch) -> bool:
+    return bool(batch.effects or batch.new_grants or batch.grant_uses)
+
+
+def apply(batch: WriteBatch, using: str) -> None:
+    """Write the batch's effects, new grants and grant uses, in the caller's transaction;
+    GrantUnavailableError (rolling it back) when a use finds its grant no longer live."""
+    if batch.effects:
+        latest = {(e.path, e.name): e for e in batch.effects}  # the last record of each
+        rows = [
+            Effect(
+                invocation_id=e.invocation_id,
+                path=e.path,
+                name=e.name,
+                key=e.key,
+                status=str(e.status),
+                result=e.result,
+                error=e.error or "",
+                attempts=e.attempts,
+                started_at=e.started_at,
+                finished_at=e.finished_at,
+            )
+            for e in latest.values()
+        ]
+        Effect.objects.using(using).bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["invocation", "path", "name"],
+            update_fields=EFFECT_FIELDS,
+        )
+    if batch.new_grants:
+        rows = [grant_row(g) for g in batch.new_grants]
+        Grant.objects.using(using).bulk_create(rows, ignore_conflicts=True)
+    if batch.grant_uses:
+        _use_grants(batch, using)
+
+
+def _use_grants(batch: WriteBatch, using: str) -> None:
+    counts = Counter(use.grant_id for use in batch.grant_uses)
+    at = min(use.at for use in batch.grant_uses)
+    for grant_id, count in sorted(counts.items()):
+        taken = (
+            Grant.objects.using(using)
+            .filter(live_at(at), Q(uses_left__isnull=True) | Q(uses_left__gte=count), pk=grant_id)
+            .update(
+                uses_left=Case(
+                    When(uses_left__isnull=True, then=None), default=F("uses_left") - count
+                )
+            )
+        )
+        if not taken:
+            raise GrantUnavailableError(grant_id)
+    GrantUse.objects.using(using).bulk_create(
+        [
+            GrantUse(
+                grant_id=use.grant_id,
+                invocation_id=use.invocation_id,
+                path=use.path,
+                used_at=use.at,
+            )
+            for use in batch.grant_uses
+        ]
+    )
