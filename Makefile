@@ -3,7 +3,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: venv demo test lint format bench bench-compare clean
+.PHONY: venv demo test lint format screenshots bench bench-compare bench-profile clean
 
 venv: $(STAMP)
 
@@ -25,25 +25,27 @@ test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest
 
 lint: venv
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m mypy
 
 format: venv
 	$(PYTHON) -m ruff check --fix .
 	$(PYTHON) -m ruff format .
 
+# The pictures in docs/img (inbox, decision page, monitor, workflow graph), taken from the
+# demo project on a throwaway database; needs Chromium (CHROMIUM=... if not on the PATH).
+screenshots: venv
+	$(PYTHON) docs/screenshots.py
+
+# The engine alone, and the inbox on a large table (PostgreSQL); bench/README.md.
 bench: venv
-	@for script in bench/engine_overhead.py bench/durable_overhead.py bench/inbox_list.py; do \
-		if [ -f $$script ]; then \
-			echo "== $$script"; \
-			$(PYTHON) $$script || exit $$?; \
-		else \
-			echo "== $$script: not present, skipped"; \
-		fi; \
-	done
+	$(PYTHON) bench/engine_overhead.py
+	$(PYTHON) bench/inbox_list.py
 
 # This project beside LangGraph and Google ADK (benchmark-only dependencies, in a virtualenv
 # of their own), then the scale runs; rewrites the tables of docs/performance.md and its plots.
@@ -54,8 +56,13 @@ bench-compare:
 	$(BENCH_VENV)/bin/python -m bench.compare.run --write-docs
 	$(BENCH_VENV)/bin/python -m bench.compare.scale --write-docs
 
+# Where this project's time goes on SQLite and PostgreSQL: cProfile, the store's share,
+# the SQL of a node transition and of a resume (needs only the project's virtualenv).
+bench-profile: venv
+	$(PYTHON) -m bench.compare.profile
+
 # Also resets the demo: its SQLite database goes (the next `make demo` seeds a fresh one).
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	rm -f db.sqlite3 db.sqlite3-wal db.sqlite3-shm
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -157,7 +157,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     @admin.display(description="for whom")
     def for_whom(self, obj: Interrupt) -> str:
         who = ", ".join(obj.assignees) or "anyone who may answer"
-        if obj.claimed_by_id:
+        if obj.claimed_by is not None:
             who += f" (claimed by {obj.claimed_by.get_username()})"
         return who
 
@@ -179,7 +179,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     @admin.display(description="approvals")
     def progress(self, obj: Interrupt) -> str:
-        return f"{obj.decided} of {obj.quorum}" if obj.quorum > 1 else "-"
+        decided = obj.decided  # type: ignore[attr-defined]  # annotated by get_queryset
+        return f"{decided} of {obj.quorum}" if obj.quorum > 1 else "-"
 
     # -- bulk decisions ---------------------------------------------------------------------
     @admin.action(description="Approve selected (where a plain yes is a valid answer)")
@@ -382,8 +383,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     search_fields = ["interrupt__id", "interrupt__message", "comment"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # the latest first
-    fields = ["interrupt", "actor", "answer", "comment", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("interrupt", "actor", "answer", "comment", "created_at")
 
     @admin.display(description="question", ordering="interrupt__message")
     def question(self, obj: Decision) -> str:

@@ -15,6 +15,7 @@ A schema with a boolean `approved` property is a yes/no question: `ApprovalForm`
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import date, datetime
 from typing import Any
 
@@ -46,8 +47,8 @@ def _string_field(schema: dict[str, Any], common: dict[str, Any]) -> forms.Field
     if fmt == "date":
         return forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), **common)
     if fmt == "date-time":
-        widget = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
-        return forms.DateTimeField(widget=widget, **common)
+        picker = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+        return forms.DateTimeField(widget=picker, **common)
     if fmt == "email":
         return forms.EmailField(**common)
     max_length = schema.get("maxLength")
@@ -105,7 +106,7 @@ def _is_nested_object(schema: dict[str, Any]) -> bool:
 
 
 def schema_fields(
-    schema: dict[str, Any], parent: tuple[str, ...] = (), skip: set[str] = frozenset()
+    schema: dict[str, Any], parent: tuple[str, ...] = (), skip: Collection[str] = frozenset()
 ) -> dict[tuple[str, ...], forms.Field]:
     """Form fields for an object schema's properties by property path, nested objects'
     properties flattened into the same dict."""

@@ -1,7 +1,7 @@
 """The inbox's model: pending interrupts as staff see them (a proxy, no table of its own).
 Decisions themselves are `workflows.models.Decision`."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 
@@ -22,4 +22,5 @@ class PendingApproval(Interrupt):
 def inbox(user: Any) -> QuerySet[PendingApproval]:
     """Pending interrupts `user` may answer and has not decided on yet."""
     pending = PendingApproval.objects.filter(status=InterruptStatus.PENDING)
-    return answer_policy().answerable(user, pending).exclude(decisions__actor=user.pk)
+    answerable = answer_policy().answerable(user, pending)  # of the model it is given
+    return cast("QuerySet[PendingApproval]", answerable.exclude(decisions__actor=user.pk))

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 def recipients(interrupt: Interrupt) -> list[Any]:
     """Active assignees with an e-mail address whom the answer policy lets answer."""
     users = get_user_model()
-    names = {"user": set(), "group": set()}
+    names: dict[str, set[str]] = {"user": set(), "group": set()}
     for kind, name in map(parse_assignee, interrupt.assignees):
         names[kind].add(name)
     named = Q(**{f"{users.USERNAME_FIELD}__in": names["user"]}) | Q(

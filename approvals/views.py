@@ -62,7 +62,7 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     approve = link.decision == ApprovalForm.APPROVE
     data = {**request.POST.dict(), "decision": link.decision} if request.method == "POST" else None
     form = ApprovalForm(interrupt.response_schema, data)
-    context = {
+    context: dict[str, Any] = {
         "interrupt": interrupt,
         "payload": display.render_value(interrupt.payload),
         "approve": approve,

@@ -12,7 +12,7 @@ middleware, token authentication, throttling, permission checks, parsing, the se
 serialization):
 
 1. Answer: `POST function-responses/` with a token, from the call until the 202 response
-   is back: validation, the DESIGN 4.1 rule, `services.submit_function_responses` (row
+   is back: validation, the answer policy, `services.submit_function_responses` (row
    lock, schema validation, the answer, its event, COMMIT) and the resume task's publish
    to Redis on commit. No worker runs: the resume itself is not part of the answer.
    Each of the N answers goes to its own waiting `expense_approval` invocation.
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -75,41 +74,10 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from bench.common import machine, percentile, postgres_version, progress  # noqa: E402
 from hitl_site.celery import app as celery_app  # noqa: E402
 from workflows import services  # noqa: E402
 from workflows.models import Interrupt, Invocation  # noqa: E402
-
-
-def percentile(samples: list[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    rank = max(1, -(-len(ordered) * pct // 100))
-    return ordered[int(rank) - 1]
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def machine() -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        postgres = cursor.fetchone()[0]
-    return (
-        f"{platform.platform()}, Python {platform.python_version()}, {cpu_model()}, "
-        f"{os.cpu_count()} cores, PostgreSQL {postgres}"
-    )
-
-
-def progress(message: str) -> None:
-    print(f"  .. {message}", file=sys.stderr, flush=True)
 
 
 def manager() -> Any:
@@ -248,7 +216,7 @@ def main() -> None:
     test_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     celery_app.conf.update(task_always_eager=False, task_default_queue=QUEUE)
     try:
-        print(f"machine: {machine()}")
+        print(machine(postgres_version()))
         print(f"database: {test_name}; broker: {BROKER_URL} (queue {QUEUE}, no worker)")
         print(
             "\nAnswer latency, in-process APIClient with a token: call to 202 response "

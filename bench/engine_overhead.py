@@ -5,7 +5,7 @@ Run from the repository root:
     python bench/engine_overhead.py            # full run (well under a minute)
     python bench/engine_overhead.py --quick    # fewer repetitions, a few seconds
 
-Targets (issue 2): at most 0.1 ms per node; resume under 1 ms; the 1,000th resume on
+Targets: at most 0.1 ms per node; resume under 1 ms; the 1,000th resume on
 the same store within 20% of the first.
 """
 
@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
-import platform
 import statistics
 import sys
 import time
@@ -27,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import machine, percentile  # noqa: E402
 from workflows.engine import (  # noqa: E402
     START,
     FunctionResponse,
@@ -46,29 +45,6 @@ SESSION = "bench-session"
 
 
 # --- helpers -------------------------------------------------------------------------
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"machine: {platform.platform()} | Python {platform.python_version()} "
-        f"({platform.python_implementation()}) | CPU: {cpu} | cores: {os.cpu_count()}"
-    )
-
-
-def percentile(samples: list[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(samples)
-    rank = max(1, -(-len(ordered) * pct // 100))  # ceil
-    return ordered[int(rank) - 1]
 
 
 def ms(ns: float) -> float:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import statistics
 import sys
@@ -32,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.common import machine, percentile, postgres_version  # noqa: E402
 
 DATABASE_URL = os.environ.get(
     "HITL_BENCH_INBOX_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench_inbox"
@@ -59,26 +60,6 @@ def build_database() -> str:
     connection.settings_dict["TEST"].update(NAME=name, MIGRATE=False)
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     return name
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        (server,) = cursor.fetchone()
-    return (
-        f"{platform.platform()}, Python {platform.python_version()}, {cpu}, "
-        f"{os.cpu_count()} cores, PostgreSQL {server}"
-    )
 
 
 def seed(rows: int) -> object:
@@ -187,9 +168,7 @@ def measure(client: object, url: str, repeat: int) -> tuple[float, float, int, i
         queries = len(captured)
     context = response.context
     rows = len(context["cl"].result_list) if context and "cl" in context else 0
-    samples.sort()
-    p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]
-    return statistics.median(samples), p99, queries, rows
+    return statistics.median(samples), percentile(samples, 99), queries, rows
 
 
 def main() -> None:
@@ -219,7 +198,7 @@ def main() -> None:
         ("decision page", f"{INBOX}{first}/change/"),
         ("admin index (count)", "/admin/"),
     ]
-    print(f"machine: {machine()}")
+    print(machine(postgres_version()))
     print(f"database {name}: {args.rows:,} pending interrupts seeded in {seeded:.1f} s")
     print(f"{args.repeat} requests per page after one warm-up; whole request through the client")
     print()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
 from django.db import NotSupportedError
 from django.db.models import BooleanField, Expression, F
@@ -29,7 +29,7 @@ class HasAnyElement(Expression):
     def get_source_expressions(self) -> list[Any]:
         return [self.column]
 
-    def set_source_expressions(self, exprs: list[Any]) -> None:
+    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
         (self.column,) = exprs
 
     def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
@@ -44,7 +44,7 @@ class HasAnyElement(Expression):
             [*params, *self.values],
         )
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> NoReturn:
         raise NotSupportedError(
             f"HasAnyElement supports PostgreSQL and SQLite, not {connection.vendor}"
         )

@@ -51,7 +51,12 @@ def _add_scope(
     nodes.append({"id": f"{prefix}/{START}", "name": START, "kind": "start", "parent": parent})
     for child in workflow.nodes.values():
         child_id = f"{prefix}/{child.name}"
-        entry = {"id": child_id, "name": child.name, "kind": node_kind(child), "parent": parent}
+        entry: dict[str, Any] = {
+            "id": child_id,
+            "name": child.name,
+            "kind": node_kind(child),
+            "parent": parent,
+        }
         nodes.append(entry)
         if isinstance(child, Workflow):
             entry["entry"] = f"{child_id}/{START}"

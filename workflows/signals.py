@@ -7,6 +7,8 @@
   with send_robust, so a failing receiver never undoes or hides the decision.
 """
 
+from functools import partial
+
 from django.db import transaction
 from django.dispatch import Signal
 
@@ -25,19 +27,23 @@ def announce(batch: WriteBatch, using: str) -> None:
     invocation_id = batch.invocation_id
     for record in batch.new_interrupts:
         transaction.on_commit(
-            lambda i=record.id: interrupt_opened.send_robust(
-                sender=WriteBatch, interrupt_id=i, invocation_id=invocation_id
+            partial(
+                interrupt_opened.send_robust,
+                sender=WriteBatch,
+                interrupt_id=record.id,
+                invocation_id=invocation_id,
             ),
             using=using,
             robust=True,
         )
     for resolution in batch.resolutions:
         transaction.on_commit(
-            lambda r=resolution: interrupt_resolved.send_robust(
+            partial(
+                interrupt_resolved.send_robust,
                 sender=WriteBatch,
-                interrupt_id=r.interrupt_id,
+                interrupt_id=resolution.interrupt_id,
                 invocation_id=invocation_id,
-                status=str(r.status),
+                status=str(resolution.status),
             ),
             using=using,
             robust=True,

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -135,7 +135,7 @@ def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[Web
             for endpoint in endpoints
         )
         for delivery in deliveries:
-            transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, delivery.pk))
     return deliveries
 
 
@@ -258,7 +258,7 @@ def resend(deliveries: Iterable[WebhookDelivery]) -> int:
             status=WebhookDelivery.Status.PENDING, attempts=0, delivered_at=None
         )
         for pk in ids:
-            transaction.on_commit(lambda pk=pk: _enqueue(pk))
+            transaction.on_commit(partial(_enqueue, pk))
     return len(ids)
 
 

@@ -1,4 +1,5 @@
-"""Tables and plots from a comparison's results (bench/compare/run.py, scale.py)."""
+"""Tables and plots of a comparison's results (bench/compare/run.py), and the writing of
+generated sections into docs/performance.md."""
 
 from __future__ import annotations
 
@@ -7,16 +8,14 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.common import percentile
+from bench.compare.plots import line_plot
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "performance.md"
-IMG = ROOT / "docs" / "img"
 CHAIN_NODES = 11  # start -> interrupt: 10 chain nodes and the asking node
 CYCLE_NODES = 12  # and the node after the answer
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+VENDOR = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
 def ms(value: float | None) -> str:
@@ -68,9 +67,9 @@ def chain_interrupt_rows(data: dict[str, Any], configs: list[Any]) -> list[list[
             [
                 config.name,
                 ms(statistics.median(nodes)),
-                ms(pct(nodes, 99)),
+                ms(percentile(nodes, 99)),
                 ms(statistics.median(resumes)),
-                ms(pct(resumes, 99)),
+                ms(percentile(resumes, 99)),
                 "-" if per_cycle is None else f"{per_cycle / CYCLE_NODES:.2f}",
                 ratio(
                     base and _per_round_ratio(data, config.name, base, "chain_interrupt", per_node)
@@ -109,6 +108,50 @@ def chain_rows(data: dict[str, Any], configs: list[Any], size: int) -> list[list
     return rows
 
 
+def per_node_medians(data: dict[str, Any], name: str) -> dict[int, float]:
+    """{nodes in the chain: median seconds per node} of a system's chain workloads (11: the
+    10-node chain and its asking node, start to interrupt)."""
+    runs = data["runs"].get(name, {})
+    found = {}
+    if runs.get("chain_interrupt"):
+        found[CHAIN_NODES] = statistics.median(
+            s / CHAIN_NODES for b in runs["chain_interrupt"] for s, _ in b["result"]
+        )
+    for size in (100, 1000):
+        if runs.get(f"chain{size}"):
+            found[size] = statistics.median(
+                t / size for b in runs[f"chain{size}"] for t in b["result"]
+            )
+    return found
+
+
+def floors(data: dict[str, Any], configs: list[Any]) -> dict[str, list[float]]:
+    """The bare commits measured on each backend (seconds)."""
+    found: dict[str, list[float]] = {}
+    for config in configs:
+        for block in _series(data, config.name, "commit"):
+            found.setdefault(config.backend, []).extend(block["result"])
+    return found
+
+
+def floor_rows(data: dict[str, Any], configs: list[Any]) -> list[list[str]]:
+    """Per node in bare commits of the same database: what a transition costs on top."""
+    floor = {backend: statistics.median(s) for backend, s in floors(data, configs).items()}
+    rows = []
+    for config in configs:
+        medians = per_node_medians(data, config.name)
+        if config.backend not in floor or not medians:
+            continue
+        cells = [config.name]
+        for size in (CHAIN_NODES, 100, 1000):
+            value = medians.get(size)
+            cells += (
+                ["-", "-"] if value is None else [ms(value), f"{value / floor[config.backend]:.1f}"]
+            )
+        rows.append(cells)
+    return rows
+
+
 def fanout_rows(data: dict[str, Any], configs: list[Any]) -> list[list[str]]:
     def answers(block: dict[str, Any]) -> list[float]:
         return block["result"][1]
@@ -126,7 +169,7 @@ def fanout_rows(data: dict[str, Any], configs: list[Any]) -> list[list[str]]:
                 config.name,
                 ms(statistics.median(starts)),
                 ms(statistics.median(samples)),
-                ms(pct(samples, 99)),
+                ms(percentile(samples, 99)),
                 ratio(base and _per_round_ratio(data, config.name, base, "fanout100", answers)),
             ]
         )
@@ -143,15 +186,21 @@ def history_windows(block: dict[str, Any]) -> dict[str, list[float]]:
     return found
 
 
+def pooled_windows(blocks: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The resumes of every round's windows, pooled: first 10, around the 100th, last 10."""
+    pooled: dict[str, list[float]] = {"first": [], "100th": [], "last": []}
+    for block in blocks:
+        for key, values in history_windows(block).items():
+            pooled[key] += values
+    return pooled
+
+
 def history_rows(data: dict[str, Any], configs: list[Any]) -> list[list[str]]:
     rows = []
     for config in configs:
         workloads = [w for w in data["runs"].get(config.name, {}) if w.startswith("history")]
         for workload in workloads:
-            windows: dict[str, list[float]] = {"first": [], "100th": [], "last": []}
-            for block in data["runs"][config.name][workload]:
-                for key, values in history_windows(block).items():
-                    windows[key] += values
+            windows = pooled_windows(data["runs"][config.name][workload])
             first = statistics.median(windows["first"])
             last = statistics.median(windows["last"])
             rows.append(
@@ -178,7 +227,7 @@ def _ratio_of(data: dict[str, Any], name: str, base: str, workload: str, which: 
 
 
 def target_rows(data: dict[str, Any]) -> list[list[str]]:
-    """The issue's targets against this run: each ratio is the other system's time over
+    """The targets against this run: each ratio is the other system's time over
     ours (at least 2 means "at most half"), growth is last 10 over first 10 resumes."""
     rows = []
 
@@ -219,10 +268,7 @@ def target_rows(data: dict[str, Any]) -> list[list[str]]:
         for workload, blocks in data["runs"].get(name, {}).items():
             if not workload.startswith("history"):
                 continue
-            windows: dict[str, list[float]] = {"first": [], "100th": [], "last": []}
-            for block in blocks:
-                for key, values in history_windows(block).items():
-                    windows[key] += values
+            windows = pooled_windows(blocks)
             growth = statistics.median(windows["last"]) / statistics.median(windows["first"])
             rows.append(
                 [
@@ -293,6 +339,34 @@ def tables(data: dict[str, Any], configs: list[Any]) -> str:
                 markdown(["system", "per node ms", "max", "commits/node", "runs", "x ours"], rows),
                 "",
             ]
+    rows = floor_rows(data, configs)
+    if rows:
+        measured = ", ".join(
+            f"{VENDOR[backend]} {ms(statistics.median(s))} ms (p99 {ms(percentile(s, 99))})"
+            for backend, s in floors(data, configs).items()
+        )
+        parts += [
+            "### Per node against the floor: a bare commit on the same database",
+            "",
+            "A bare commit (`BEGIN`, an `INSERT` of one small row and `COMMIT` as raw SQL on "
+            f"this project's connection; median): {measured}. Every system here commits each "
+            "node transition before the next node starts, so a node costs at least one; "
+            "*x commit* is the per-node cost over one bare commit of its database.",
+            "",
+            markdown(
+                [
+                    "system",
+                    "per node ms, 10-node chain",
+                    "x commit",
+                    "chain of 100",
+                    "x commit",
+                    "chain of 1,000",
+                    "x commit",
+                ],
+                rows,
+            ),
+            "",
+        ]
     rows = fanout_rows(data, configs)
     if rows:
         parts += [
@@ -326,190 +400,33 @@ def write_section(marker: str, body: str) -> None:
 
 
 def write_docs(data: dict[str, Any], configs: list[Any], body: str) -> None:
+    """The comparison's tables into docs/performance.md, its plots into docs/img."""
     write_section("compare", body)
-    plot_per_node(data, configs)
-    plot_history(data, configs)
-
-
-def _plot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(
-    plt: Any, figure: Any, axes: Any, name: str, *, title: str, xlabel: str, ylabel: str, log: bool
-) -> None:
-    """Label the plot, write it to docs/img/`name` and free it; `log`: both axes log-scaled."""
-    if log:
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
-    axes.set_title(title)
-    axes.grid(True, which="both" if log else "major", alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(IMG / name, dpi=110)
-    plt.close(figure)
-
-
-def plot_per_node(data: dict[str, Any], configs: list[Any]) -> None:
-    plt = _plot()
-    figure, axes = plt.subplots(figsize=(8, 5))
-    for config in configs:
-        runs = data["runs"].get(config.name, {})
-        xs, ys = [], []
-        if runs.get("chain_interrupt"):
-            samples = [s / CHAIN_NODES for b in runs["chain_interrupt"] for s, _ in b["result"]]
-            xs.append(11)
-            ys.append(statistics.median(samples) * 1000)
-        for size in (100, 1000):
-            if runs.get(f"chain{size}"):
-                samples = [t / size for b in runs[f"chain{size}"] for t in b["result"]]
-                xs.append(size)
-                ys.append(statistics.median(samples) * 1000)
-        if xs:
-            axes.plot(xs, ys, marker="o", label=config.name)
-    _save(
-        plt,
-        figure,
-        axes,
+    per_node = {c.name: per_node_medians(data, c.name) for c in configs}
+    line_plot(
+        {name: {x: s * 1000 for x, s in medians.items()} for name, medians in per_node.items()},
         "perf-per-node.png",
         title="Per-node cost against chain length",
         xlabel="nodes in the chain (11: the 10-node chain and its asking node)",
         ylabel="ms per node (median)",
         log=True,
     )
-
-
-def plot_history(data: dict[str, Any], configs: list[Any]) -> None:
-    plt = _plot()
-    figure, axes = plt.subplots(figsize=(8, 5))
+    history: dict[str, dict[float, float]] = {}
     for config in configs:
-        runs = data["runs"].get(config.name, {})
-        for workload, blocks in runs.items():
-            if not workload.startswith("history"):
-                continue
-            size = int(workload.removeprefix("history"))
-            windows: dict[str, list[float]] = {"first": [], "100th": [], "last": []}
-            for block in blocks:
-                for key, values in history_windows(block).items():
-                    windows[key] += values
-            points = {1: windows["first"], 100: windows["100th"], size: windows["last"]}
-            xs = sorted(x for x, values in points.items() if values)
-            ys = [statistics.median(points[x]) * 1000 for x in xs]
-            axes.plot(xs, ys, marker="o", label=config.name)
-    _save(
-        plt,
-        figure,
-        axes,
+        for workload, blocks in data["runs"].get(config.name, {}).items():
+            if workload.startswith("history"):
+                windows = pooled_windows(blocks)
+                at = {1: "first", 100: "100th", int(workload.removeprefix("history")): "last"}
+                history[config.name] = {
+                    x: statistics.median(windows[key]) * 1000
+                    for x, key in at.items()
+                    if windows[key]
+                }
+    line_plot(
+        history,
         "perf-resume-history.png",
         title="Resume latency against session history",
         xlabel="invocations in the session so far (median of a window of 10)",
         ylabel="resume ms",
         log=True,
     )
-
-
-def plot_throughput(series: dict[str, dict[str, Any]]) -> None:
-    plt = _plot()
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for label, results in series.items():
-        workers = sorted(int(w) for w in results)
-        if workers:
-            rates = [results[str(w)]["per_second"] for w in workers]
-            axes.plot(workers, rates, marker="o", label=label)
-            axes.set_xticks(workers)
-    _save(
-        plt,
-        figure,
-        axes,
-        "perf-throughput.png",
-        title="Throughput on PostgreSQL + Redis",
-        xlabel="celery worker processes",
-        ylabel="completed invocations / s",
-        log=False,
-    )
-
-
-def scale_tables(results: dict[str, Any]) -> str:
-    latency, throughput = results.get("latency", {}), results.get("throughput", {})
-    lines = []
-    if latency:
-        empty, seeded = latency["resume_empty"], latency["resume_seeded"]
-        lines += [
-            f"### Resume with {latency['waiting']:,} invocations waiting (PostgreSQL)",
-            "",
-            markdown(
-                ["database", "resume median ms", "p99 ms", "resumes"],
-                [
-                    [
-                        "empty",
-                        f"{empty['median_ms']:.2f}",
-                        f"{empty['p99_ms']:.2f}",
-                        str(empty["n"]),
-                    ],
-                    [
-                        f"{latency['waiting']:,} waiting",
-                        f"{seeded['median_ms']:.2f}",
-                        f"{seeded['p99_ms']:.2f}",
-                        str(seeded["n"]),
-                    ],
-                ],
-            ),
-            "",
-            f"Ratio (waiting / empty, median): {seeded['median_ms'] / empty['median_ms']:.2f}. "
-            f"Seeding took {latency['seed_seconds']:.0f} s.",
-            "",
-            "### Bytes stored per waiting `expense_approval` invocation",
-            "",
-            f"Tables and indexes grew by {latency['bytes_per_waiting']:,.0f} bytes per waiting "
-            "invocation (1,000 of them, PostgreSQL). Its rows' own sizes: "
-            + ", ".join(f"{k} {v:,} B" for k, v in latency["row_bytes"].items())
-            + ".",
-            "",
-        ]
-    reuse = results.get("throughput_reuse", {})
-    if throughput:
-        rows = []
-        for workers, r in sorted(throughput.items(), key=lambda kv: int(kv[0])):
-            other = reuse.get(workers)
-            rows.append(
-                [
-                    str(workers),
-                    str(r["invocations"]),
-                    f"{r['per_second']:.1f}",
-                    f"{other['per_second']:.1f}" if other else "-",
-                ]
-            )
-        lines += [
-            "### Throughput: completed invocations per second (PostgreSQL + Redis)",
-            "",
-            "The auto-approved path of `expense_approval` (4 function nodes), invocations created "
-            "first, then one `run_invocation` message each published at once; from the first "
-            "publish until every row is COMPLETED.",
-            "",
-            markdown(
-                [
-                    "worker processes",
-                    "invocations",
-                    "completed / s (Celery default)",
-                    "completed / s (CELERY_DB_REUSE_MAX)",
-                ],
-                rows,
-            ),
-            "",
-        ]
-        plot_throughput(
-            {
-                "Celery default (new connection per task)": throughput,
-                "CELERY_DB_REUSE_MAX=1000": reuse,
-            }
-        )
-    load = results.get("load_average_start"), results.get("load_average_end")
-    lines.append(f"Load average at start {load[0]}, at end {load[1]}.")
-    return "\n".join(lines)

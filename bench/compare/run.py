@@ -23,9 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.common import machine_facts
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
 PG = os.environ.get("HITL_BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+# Appended to the scratch databases' names: two runs on one server keep apart.
+SUFFIX = os.environ.get("HITL_BENCH_DATABASE_SUFFIX", "")
+
+
+def scratch(name: str) -> str:
+    """The name of the scratch database `name` of this run."""
+    return name + SUFFIX
 
 
 @dataclass
@@ -44,12 +53,15 @@ class Config:
         return {"system": self.system, "backend": self.backend, "options": options}
 
 
+WORKLOADS = ["chain_interrupt", "chain", "fanout", "history", "commit"]
 PREPARED = {"hitl": {"POSTGRES_PREPARED_STATEMENTS": True}}
 CONFIGS = [
     Config("hitl memory", "hitl", "memory"),
     Config("hitl SQLite", "hitl", "sqlite"),
-    Config("hitl PostgreSQL", "hitl", "postgres", database="h_perf"),
-    Config("hitl PostgreSQL prepared", "hitl", "postgres", PREPARED, database="h_perf_prep"),
+    Config("hitl PostgreSQL", "hitl", "postgres", database=scratch("h_perf")),
+    Config(
+        "hitl PostgreSQL prepared", "hitl", "postgres", PREPARED, database=scratch("h_perf_prep")
+    ),
     Config("LangGraph InMemorySaver", "langgraph", "memory", baseline="hitl memory"),
     Config("LangGraph SqliteSaver sync", "langgraph", "sqlite", baseline="hitl SQLite"),
     Config(
@@ -58,7 +70,7 @@ CONFIGS = [
         "postgres",
         {"durability": "sync"},
         baseline="hitl PostgreSQL",
-        database="h_perf_lg",
+        database=scratch("h_perf_lg"),
     ),
     Config(
         "LangGraph PostgresSaver async",
@@ -66,7 +78,7 @@ CONFIGS = [
         "postgres",
         {"durability": "async"},
         baseline="hitl PostgreSQL",
-        database="h_perf_lga",
+        database=scratch("h_perf_lga"),
     ),
     Config("ADK InMemorySessionService", "adk", "memory", baseline="hitl memory"),
     Config("ADK DatabaseSessionService SQLite", "adk", "sqlite", baseline="hitl SQLite"),
@@ -83,10 +95,12 @@ class Plan:
     history_rounds: int = 2
     adk_history_size: int = 100  # ADK's resume grows with the session: 1,000 takes too long
     adk_long_rounds: int = 1  # ADK's 1,000-node chain and fan-out: one round
+    commit_rounds: int = 3  # x commit_block bare commits on each of this project's databases
+    commit_block: int = 200
 
     @classmethod
     def quick(cls) -> Plan:
-        return cls(3, 10, {100: 2, 1000: 1}, 1, 100, 1, 50, 1)
+        return cls(3, 10, {100: 2, 1000: 1}, 1, 100, 1, 50, 1, 1, 100)
 
 
 class Worker:
@@ -139,23 +153,7 @@ def ensure_databases(names: list[str]) -> None:
 
 
 def machine() -> dict[str, Any]:
-    import platform
-
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    facts: dict[str, Any] = {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu": model,
-        "cores": os.cpu_count(),
-        "load_average_start": os.getloadavg(),
-    }
+    facts: dict[str, Any] = {**machine_facts(), "load_average_start": os.getloadavg()}
     try:
         import psycopg
 
@@ -205,7 +203,7 @@ def collect(args: argparse.Namespace, plan: Plan, configs: list[Config]) -> dict
                 answer = workers[name].call(**command)
                 runs[name].setdefault(workload, []).append(answer)
 
-    only = set(args.only or ["chain_interrupt", "chain", "fanout", "history"])
+    only = set(args.only or WORKLOADS)
     adk = [n for n in names if n.startswith("ADK")]
     rest = [n for n in names if n not in adk]
     if "chain_interrupt" in only:
@@ -225,6 +223,11 @@ def collect(args: argparse.Namespace, plan: Plan, configs: list[Config]) -> dict
             points = history_points(size)
             command = {"op": "history", "size": size, "points": points}
             blocks(f"history{size}", plan.history_rounds, command, who)
+    if "commit" in only:
+        # The floor under a node transition, on the databases this project runs on.
+        floors = [c.name for c in configs if c.system == "hitl" and c.backend != "memory"]
+        command = {"op": "bare_commit", "count": plan.commit_block}
+        blocks("commit", plan.commit_rounds, command, floors)
     for worker in workers.values():
         worker.close()
     data["machine"]["load_average_end"] = os.getloadavg()
@@ -243,7 +246,7 @@ def history_points(size: int) -> list[int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    parser.add_argument("--only", nargs="*", help="chain_interrupt chain fanout history")
+    parser.add_argument("--only", nargs="*", choices=WORKLOADS, help="workloads to run")
     parser.add_argument("--systems", nargs="*", help="row names to include (substring match)")
     parser.add_argument("--rounds", type=int, help="rounds of the 10-node chain workload")
     parser.add_argument("--write-docs", action="store_true", help="tables and plots into docs/")

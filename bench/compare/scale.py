@@ -6,14 +6,18 @@
 2. bytes stored per waiting invocation of `expense_approval` (table and index growth over
    1,000 of them, and the rows' own sizes);
 3. throughput: completed invocations per second with 1, 2 and 4 `celery worker -P solo`
-   processes on PostgreSQL + Redis (the auto-approved path of `expense_approval`).
+   processes on PostgreSQL + Redis (the auto-approved path of `expense_approval`);
+4. end to end through one real worker: an expense that asks its manager, answered once it
+   waits, until its row shows COMPLETED (polled every millisecond), one at a time; beside
+   the same answer run in-process (eager).
 
     .venv-bench/bin/python -m bench.compare.scale            # everything, a few minutes
     .venv-bench/bin/python -m bench.compare.scale --seed 20000 --invocations 200
+    .venv-bench/bin/python -m bench.compare.scale --only worker
 
 PostgreSQL database $HITL_BENCH_PG/h_perf_scale (created when missing, emptied and built
-anew), Redis
-$HITL_BENCH_REDIS (default redis://127.0.0.1:6379/7, queue `hitl_perf`, purged).
+anew), Redis $HITL_BENCH_REDIS (default redis://127.0.0.1:6379/7, queue `hitl_perf`,
+purged).
 """
 
 from __future__ import annotations
@@ -26,16 +30,23 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.common import percentile
+from bench.compare.run import ensure_databases, scratch
+
 ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
 PG = os.environ.get("HITL_BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 REDIS = os.environ.get("HITL_BENCH_REDIS", "redis://127.0.0.1:6379/7")
-DATABASE = "h_perf_scale"
+DATABASE = scratch("h_perf_scale")
 QUEUE = "hitl_perf"
 MANAGER_AMOUNT = 500.0  # asks a manager (expense_approval)
 AUTO_AMOUNT = 50.0  # approved without asking
+POLL_SECONDS = 0.001  # how often the end-to-end phase reads the invocation's row
 
 
 def setup(broker: bool) -> None:
@@ -177,11 +188,11 @@ def seed(template: str, count: int) -> float:
 
 
 def summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
+    """Median and p99 in ms of samples in seconds."""
     return {
-        "median_ms": statistics.median(ordered) * 1000,
-        "p99_ms": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000,
-        "n": len(ordered),
+        "median_ms": statistics.median(samples) * 1000,
+        "p99_ms": percentile(samples, 99) * 1000,
+        "n": len(samples),
     }
 
 
@@ -231,38 +242,53 @@ def worker_command(index: int) -> list[str]:
     ]
 
 
+@contextmanager
+def celery_workers(count: int, label: str) -> Iterator[None]:
+    """`count` worker processes on the bench's queue (purged first), ready (each has
+    written its heartbeat) when the block starts, stopped when it ends."""
+    from hitl_site.celery import app
+    from workflows.models import Heartbeat
+
+    app.control.purge()
+    Heartbeat.objects.all().delete()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            worker_command(i),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(RESULTS / f"worker-{label}-{i}.log", "w"),  # noqa: SIM115
+        )
+        for i in range(count)
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while Heartbeat.objects.filter(kind="worker").count() < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers not ready")
+            time.sleep(0.2)
+        yield
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.wait(30)
+
+
 def phase_throughput(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm import tqdm
 
     setup(broker=True)
-    from hitl_site.celery import app
-    from workflows.models import Heartbeat, Invocation, Session
+    from workflows.models import Invocation, Session
     from workflows.registry import registry
     from workflows.tasks import run_invocation
 
     reset_database()
     definition = registry.get("expense_approval")
     results = {}
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for count in tqdm(args.workers, desc="scale: throughput", unit="config"):
-        app.control.purge()
-        Heartbeat.objects.all().delete()
-        workers = [
-            subprocess.Popen(
-                worker_command(i),
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=open(ROOT / "bench" / "results" / f"worker-{count}-{i}.log", "w"),  # noqa: SIM115
-            )
-            for i in range(count)
-        ]
-        try:
-            deadline = time.monotonic() + 60
-            while Heartbeat.objects.filter(kind="worker").count() < count:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("workers not ready")
-                time.sleep(0.2)
+        with celery_workers(count, str(count)):
             session = Session.objects.create()
             invocations = Invocation.objects.bulk_create(
                 Invocation(
@@ -290,12 +316,72 @@ def phase_throughput(args: argparse.Namespace) -> dict[str, Any]:
                 "per_second": len(ids) / elapsed,
                 "publish_seconds": published,
             }
-        finally:
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                worker.wait(30)
     return results
+
+
+def reached(invocation_id: str, status: str, timeout: float = 30.0) -> float:
+    """Poll the invocation's row every millisecond; perf_counter when it shows `status`."""
+    from workflows.models import Invocation
+
+    rows = Invocation.objects.filter(pk=invocation_id).values_list("status", flat=True)
+    deadline = time.monotonic() + timeout
+    while (found := rows.get()) != status:
+        if found in ("FAILED", "CANCELLED") or time.monotonic() > deadline:
+            raise RuntimeError(f"invocation {invocation_id} is {found}, waiting for {status}")
+        time.sleep(POLL_SECONDS)
+    return time.perf_counter()
+
+
+def through_worker() -> dict[str, float]:
+    """One expense that asks its manager, run by the worker: started, answered once it
+    waits, until its row shows COMPLETED; seconds of each span."""
+    from workflows import services
+    from workflows.engine import FunctionResponse
+    from workflows.models import Interrupt, Invocation
+
+    invocation = services.start("expense_approval", {"amount": MANAGER_AMOUNT, "employee": "e"})
+    started = time.perf_counter()
+    waiting = reached(str(invocation.pk), "WAITING")
+    question = Interrupt.objects.get(invocation_id=invocation.pk, status="pending")
+    answer = [FunctionResponse(question.pk, "manager_approval", {"approved": True})]
+    asked = time.perf_counter()
+    services.submit_function_responses(answer)
+    accepted = time.perf_counter()
+    done = reached(str(invocation.pk), "COMPLETED")
+    finished_at = Invocation.objects.values_list("finished_at", flat=True).get(pk=invocation.pk)
+    resolved_at = Interrupt.objects.values_list("resolved_at", flat=True).get(pk=question.pk)
+    return {
+        "to_waiting": waiting - started,
+        "submit": accepted - asked,
+        "accepted_to_completed": done - accepted,
+        "answer_to_completed": done - asked,
+        "by_row_clocks": (finished_at - resolved_at).total_seconds(),
+    }
+
+
+def phase_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """End to end through a real worker, one invocation at a time; then the same answers
+    run in this process (eager) for comparison."""
+    from tqdm import tqdm
+
+    setup(broker=True)
+    from hitl_site.celery import app
+
+    reset_database()
+    spans: dict[str, list[float]] = {}
+    with celery_workers(1, "e2e"):
+        for _ in range(5):  # warm-up, not measured
+            through_worker()
+        for _ in tqdm(range(args.invocations), desc="scale: through a worker", unit="answer"):
+            for key, seconds in through_worker().items():
+                spans.setdefault(key, []).append(seconds)
+    app.conf.task_always_eager = True
+    results = {key: summary(samples) for key, samples in spans.items()}
+    results["in_process"] = summary(resume_latencies(args.invocations))
+    return results
+
+
+PHASES = {"latency": phase_latency, "throughput": phase_throughput, "worker": phase_worker}
 
 
 def main() -> int:
@@ -305,26 +391,26 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--throughput-invocations", type=int, default=400)
     parser.add_argument("--write-docs", action="store_true", help="tables into docs/")
-    parser.add_argument("--phase", choices=["latency", "throughput"], help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="*", choices=list(PHASES), help="phases to run")
+    parser.add_argument("--phase", choices=list(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        run = phase_latency if args.phase == "latency" else phase_throughput
-        Path(args.out).write_text(json.dumps(run(args)))
+        Path(args.out).write_text(json.dumps(PHASES[args.phase](args)))
         return 0
-    from bench.compare.run import ensure_databases
-
     ensure_databases([DATABASE])
     # Settings read the environment once: each phase in a process of its own.
     results: dict[str, Any] = {"load_average_start": os.getloadavg()}
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     # Throughput twice: with Celery's default (a new database connection for every task)
-    # and with CELERY_DB_REUSE_MAX set (see bench/compare/settings.py).
+    # and with CELERY_DB_REUSE_MAX set (see bench/compare/settings.py). The end-to-end
+    # phase with Celery's default, as a project gets it.
     runs = [("latency", "latency", "0"), ("throughput", "throughput", "0")]
-    runs.append(("throughput", "throughput_reuse", "1000"))
+    runs += [("throughput", "throughput_reuse", "1000"), ("worker", "worker", "0")]
     for phase, key, reuse in runs:
-        out = out_dir / f"scale-{key}.json"
+        if args.only and phase not in args.only:
+            continue
+        out = RESULTS / f"scale-{key}.json"
         command = [sys.executable, "-m", "bench.compare.scale", "--phase", phase, "--out", str(out)]
         command += ["--seed", str(args.seed), "--invocations", str(args.invocations)]
         command += ["--workers", *map(str, args.workers)]
@@ -334,15 +420,17 @@ def main() -> int:
         results[key] = json.loads(out.read_text())
     results["load_average_end"] = os.getloadavg()
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    final = out_dir / f"scale-{stamp}.json"
+    final = RESULTS / f"scale-{stamp}.json"
     final.write_text(json.dumps(results, indent=1))
-    from bench.compare import report
+    from bench.compare.report import write_section
+    from bench.compare.scale_report import plot_throughput, scale_tables
 
-    tables = report.scale_tables(results)
+    tables = scale_tables(results)
     print(tables)
     print(f"results: {final}")
     if args.write_docs:
-        report.write_section("scale", tables)
+        write_section("scale", tables)
+        plot_throughput(results)
     return 0
 
 

@@ -39,6 +39,10 @@ def run(system: Any, command: dict[str, Any]) -> Any:
         system.chain(10)
         system.verify = False
         return None
+    if op == "profile":  # a report of its own, not a timed block (bench/compare/profile.py)
+        from bench.compare.profile import profile
+
+        return profile(system)
     # Each block starts with a collection, so one system's garbage is not another's pause.
     gc.collect()
     before = system.commits()
@@ -51,6 +55,8 @@ def run(system: Any, command: dict[str, Any]) -> Any:
     elif op == "history":
         result = system.history(command["size"], command["points"])
         result = {str(k): v for k, v in result.items()}
+    elif op == "bare_commit":
+        result = system.bare_commit(command["count"])
     else:
         raise ValueError(f"unknown op {op!r}")
     after = system.commits()

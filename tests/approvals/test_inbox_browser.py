@@ -1,7 +1,8 @@
 """The approvals inbox in a real browser (Debian's Chromium driven by Playwright): a staff
 approver who is not a superuser logs in, opens the inbox, decides through the generated
 form, and the invocation completes; a quorum of two approvers in two browser contexts.
-Saves docs/img/inbox.png and docs/img/decision.png.
+Saves build/screenshots/inbox.png and decision.png (the docs' pictures come from the demo:
+`make screenshots`).
 
 Playwright's sync API runs an event loop in this thread while the browser is open, so the
 database is read before and after each browser session, never during one.
@@ -37,6 +38,7 @@ def chromium(live_server):
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
     def browser() -> Iterator:

@@ -2,7 +2,8 @@
 
 Playwright's sync API runs an event loop in this thread while the browser is open, so the
 database is read before and after each browser session, never during one.
-The monitor and graph tests save docs/img/monitor.png and docs/img/workflow-graph.png.
+The monitor and graph tests save build/screenshots/monitor.png and workflow-graph.png, for
+a person to look at (the docs' pictures come from the demo: `make screenshots`).
 """
 
 import contextlib
@@ -32,7 +33,7 @@ LAUNCH_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 WIDTH = 1280
 STATUS_COLOURS = {  # monitor.css
     "PENDING": "rgb(229, 231, 235)",
@@ -76,6 +77,7 @@ def browser(live_server):
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
     def session(username: str, password: str = "pw") -> Iterator:
@@ -116,7 +118,6 @@ def test_monitor_draws_the_graph_coloured_by_status(live_server, browser):
 
     with browser(fiona.username) as page:
         picture = open_monitor(page, large_url)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "monitor.png")
         page.click("svg.hitl-graph-svg a.hitl-link")
         decision_page = page.url

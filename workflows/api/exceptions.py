@@ -115,7 +115,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.ValidationError):
         field, message = _first_error(exc.detail)
         response.data = error_body("invalid_request", message, field, errors=exc.detail)
-    else:
+    elif isinstance(exc, exceptions.APIException):
         code = exc.get_codes()
         code = code if isinstance(code, str) else exc.default_code
         response.data = error_body(code, str(exc.detail))

@@ -64,26 +64,28 @@ def idempotent(action: Callable[..., Response]) -> Callable[..., Response]:
         if len(key) > MAX_KEY_LENGTH:
             raise ValidationError({HEADER: f"at most {MAX_KEY_LENGTH} characters"})
         fingerprint = request_fingerprint(request)
+        user: Any = request.user  # signed in: the views ask for it before this runs
+        method = str(request.method)
         with transaction.atomic():
             try:
                 with transaction.atomic():
                     record = IdempotencyKey.objects.create(
-                        user=request.user,
+                        user=user,
                         key=key,
-                        method=request.method,
+                        method=method,
                         path=request.path[:1000],
                         request_hash=fingerprint,
                         status_code=0,
                     )
             except IntegrityError:
-                record = IdempotencyKey.objects.select_for_update().get(user=request.user, key=key)
+                record = IdempotencyKey.objects.select_for_update().get(user=user, key=key)
                 if record.created_at >= expired_before():
                     if record.request_hash != fingerprint:
                         raise IdempotencyKeyReused() from None
                     return _replay(record)
                 # An expired key starts afresh.
                 record.request_hash, record.created_at = fingerprint, timezone.now()
-                record.method, record.path = request.method, request.path[:1000]
+                record.method, record.path = method, request.path[:1000]
             response = action(view, request, *args, **kwargs)
             if not response.status_code < 300:
                 transaction.set_rollback(True)

@@ -8,23 +8,23 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.request import Request
 
+PAGE_SIZE = "page_size"  # the query parameter
+
 
 class StrictPageSize:
-    page_size_query_param = "page_size"
+    page_size_query_param: str | None = PAGE_SIZE
     max_page_size: int
 
     def get_page_size(self, request: Request) -> Any:
-        given = request.query_params.get(self.page_size_query_param)
+        given = request.query_params.get(PAGE_SIZE)
         if given is not None and not (given.isdigit() and 1 <= int(given) <= self.max_page_size):
-            raise ValidationError(
-                {self.page_size_query_param: f"an integer from 1 to {self.max_page_size}"}
-            )
+            raise ValidationError({PAGE_SIZE: f"an integer from 1 to {self.max_page_size}"})
         return super().get_page_size(request)  # type: ignore[misc]
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)  # type: ignore[misc]
         for parameter in parameters:
-            if parameter["name"] == self.page_size_query_param:
+            if parameter["name"] == PAGE_SIZE:
                 parameter["schema"].update(minimum=1, maximum=self.max_page_size)
         return parameters
 

@@ -3,6 +3,8 @@ check the shape of a request, and services check the rest (schemas, statuses).""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -21,20 +23,21 @@ class ErrorSerializer(serializers.Serializer):
     field = serializers.CharField(
         allow_null=True, help_text="The request field at fault, when there is one."
     )
-    errors = AnyJSON(required=False, help_text="Every validation message, by field.")
+    # The API's field names: a declared field may shadow a serializer attribute.
+    errors = AnyJSON(required=False, help_text="Every validation message, by field.")  # type: ignore[assignment]
 
 
 class GraphNodeSerializer(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
     kind = serializers.ChoiceField(["start", "node", "join", "parallel_worker", "workflow"])
-    parent = serializers.CharField(allow_null=True)
+    parent = serializers.CharField(allow_null=True)  # type: ignore[assignment]
     entry = serializers.CharField(required=False)
     exits = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class GraphEdgeSerializer(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     target = serializers.CharField()
     route = serializers.CharField(allow_null=True)
 
@@ -53,8 +56,12 @@ class WorkflowSerializer(serializers.Serializer):
 
 class InterruptSummarySerializer(serializers.ModelSerializer):
     workflow = serializers.CharField(source="workflow_name")
-    claimed_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
-    resolved_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    claimed_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
+    resolved_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Interrupt
@@ -115,7 +122,9 @@ class InvocationSerializer(serializers.ModelSerializer):
     workflow = serializers.CharField(source="workflow_name")
     input = AnyJSON(read_only=True)
     output = AnyJSON(read_only=True)
-    started_by = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    started_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Invocation

@@ -6,7 +6,7 @@ call one service and serialize what it returns.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
@@ -17,6 +17,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -55,6 +56,14 @@ from .serializers import (
 )
 from .throttling import TokenRateThrottle
 
+if TYPE_CHECKING:  # what the mixins below are mixed into
+    from rest_framework.views import APIView
+
+    _View = APIView
+    _ViewSet = viewsets.GenericViewSet
+else:
+    _View = _ViewSet = object
+
 
 def reject_oversized(request: Request, limit: int) -> None:
     """413 before anything reads the body: its declared length is over the limit."""
@@ -66,17 +75,20 @@ def reject_oversized(request: Request, limit: int) -> None:
         raise PayloadTooLarge(f"the request body has {length} bytes; the limit is {limit}")
 
 
-class ApiViewMixin:
+class ApiViewMixin(_View):
     """What every API view shares: JSON only, one error format, the size limit."""
 
     parser_classes = [StrictJSONParser]
-    pagination_class = PagePagination
+    pagination_class: type[BasePagination] | None = PagePagination
     # Permission classes an action needs besides the default ones (REST_FRAMEWORK's).
     extra_permissions: dict[str, list[type[BasePermission]]] = {}
 
     def get_permissions(self) -> list[BasePermission]:
-        action_name = getattr(self, "action", None)
-        classes = [*self.permission_classes, *self.extra_permissions.get(action_name, [])]
+        action_name = getattr(self, "action", None) or ""
+        classes: list[Any] = [
+            *self.permission_classes,
+            *self.extra_permissions.get(action_name, []),
+        ]
         return [permission() for permission in classes]
 
     def get_exception_handler(self) -> Any:
@@ -88,7 +100,7 @@ class ApiViewMixin:
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         reject_oversized(request, self.body_limit())
-        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        super().initial(request, *args, **kwargs)
 
 
 @extend_schema_view(
@@ -107,7 +119,8 @@ class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
 
-    def get_queryset(self) -> list[dict[str, Any]]:
+    # A list of the definitions stands in for a queryset (paginated the same way).
+    def get_queryset(self) -> list[dict[str, Any]]:  # type: ignore[override]
         return [self._describe(d) for d in registry.definitions()]
 
     @staticmethod
@@ -127,20 +140,20 @@ class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
         return Response(self.get_serializer(self._describe(definition)).data)
 
 
-class ObjectLookupMixin:
+class ObjectLookupMixin(_ViewSet):
     """A missing object is the named error of its kind (404 with its code). List filters
     narrow lists only: an object is found by its id whatever the query string says."""
 
     not_found_error: type[WorkflowError]
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
-        if self.action != "list":  # type: ignore[attr-defined]
+        if self.action != "list":
             return queryset
-        return super().filter_queryset(queryset)  # type: ignore[misc]
+        return super().filter_queryset(queryset)
 
     def get_object(self) -> Any:
         try:
-            return super().get_object()  # type: ignore[misc]
+            return super().get_object()
         except Http404:
             raise self.not_found_error(self.kwargs[self.lookup_field]) from None
 

@@ -150,7 +150,9 @@ class Execution:
         await asyncio.shield(loading)
 
     async def _load_outputs(self, parent_path: str) -> None:
-        outputs = await self.store.load_outputs(self.invocation.id, parent_path)
+        # Only a store that left outputs out (NOT_LOADED) is asked: it has load_outputs.
+        store: Any = self.store
+        outputs = await store.load_outputs(self.invocation.id, parent_path)
         for path, output in outputs.items():
             state = self.node_runs.get(path)
             if state is not None and state.output is NOT_LOADED:

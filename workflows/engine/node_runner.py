@@ -34,6 +34,12 @@ from .values import (
 _SILENT_WAIT_AFTER = {None, NodeStatus.PENDING, NodeStatus.WAITING}
 
 
+def _taken_id(request: RequestInput) -> str:
+    """The id of a request `_interrupt` took in: it gives every one an id."""
+    assert request.interrupt_id is not None
+    return request.interrupt_id
+
+
 class ChildFailedError(Exception):
     """A child run failed; its error event is already written on the child's path."""
 
@@ -158,7 +164,10 @@ class NodeRunner:
                 error = clean_text(f"{type(exc).__name__}: {exc}")
                 detail = clean_text("".join(traceback.format_exception(exc)))
                 retry = node.retry
-                final = retry is None or ctx.attempt >= retry.max_attempts
+                delay = None
+                if retry is not None and ctx.attempt < retry.max_attempts:
+                    delay = retry.delay(ctx.attempt)
+                final = delay is None
                 execution.record(
                     Event(
                         author=node.name,
@@ -168,12 +177,12 @@ class NodeRunner:
                         status=NodeStatus.FAILED if final else None,
                     )
                 )
-                if final:
+                if delay is None:
                     # A run that failed produced nothing (what it made may not be storable).
                     ctx.output, ctx.route = self.prior_output, prior_route
                     save(NodeStatus.FAILED, error, detail)
                     return ctx
-                await asyncio.sleep(retry.delay(ctx.attempt))
+                await asyncio.sleep(delay)
                 ctx.attempt += 1
                 continue
             break
@@ -203,7 +212,8 @@ class NodeRunner:
         else:
             # A synchronous body that a store runs on this loop's thread cannot be
             # interrupted: it times out when it returns past its deadline.
-            if asyncio.get_running_loop().time() < deadline.when():
+            when = deadline.when()
+            if when is None or asyncio.get_running_loop().time() < when:
                 return
         raise NodeTimeoutError(f"node {self.node.name!r} timed out after {timeout:g} s")
 
@@ -276,11 +286,12 @@ class NodeRunner:
         on_timeout = request.on_timeout
         if isinstance(on_timeout, DefaultResponse):
             on_timeout = DefaultResponse(to_json_value(on_timeout.response, what, limit))
+        interrupt_id = check_text(
+            request.interrupt_id or new_id(), f"{what}: its id", MAX_INTERRUPT_ID_LENGTH
+        )
         request = replace(
             request,
-            interrupt_id=check_text(
-                request.interrupt_id or new_id(), f"{what}: its id", MAX_INTERRUPT_ID_LENGTH
-            ),
+            interrupt_id=interrupt_id,
             message=check_text(str(request.message or ""), f"{what}: its message"),
             payload=to_json_value(request.payload, what, limit),
             response_schema=to_json_value(to_json_schema(request.response_schema), what),
@@ -288,9 +299,9 @@ class NodeRunner:
         )
         check_schema(request.response_schema)
         if recorded:
-            ctx.recorded_call_ids.add(request.interrupt_id)
+            ctx.recorded_call_ids.add(interrupt_id)
         ctx.requests.append(request)
-        ctx.interrupt_ids.add(request.interrupt_id)
+        ctx.interrupt_ids.add(interrupt_id)
 
     async def _check_new_interrupts(self, ctx: Context) -> None:
         """Fail the run on an id another node run holds; keep re-raised pending ids."""
@@ -298,11 +309,12 @@ class NodeRunner:
         fresh: list[RequestInput] = []
         unknown: list[str] = []
         for request in ctx.requests:
-            held = execution.interrupts.get(request.interrupt_id)
+            interrupt_id = _taken_id(request)
+            held = execution.interrupts.get(interrupt_id)
             if held is None:
-                unknown.append(request.interrupt_id)
+                unknown.append(interrupt_id)
             elif held.path != ctx.path or held.status != InterruptStatus.PENDING:
-                raise DuplicateInterruptError(request.interrupt_id, f"{held.path}")
+                raise DuplicateInterruptError(interrupt_id, f"{held.path}")
             else:
                 continue
             fresh.append(request)
@@ -320,7 +332,7 @@ class NodeRunner:
             now = datetime.now(UTC)
             for request in ctx.requests:
                 record = InterruptRecord(
-                    id=request.interrupt_id,
+                    id=_taken_id(request),
                     invocation_id=execution.invocation.id,
                     workflow_name=execution.invocation.workflow_name,
                     path=ctx.path,

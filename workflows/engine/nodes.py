@@ -32,7 +32,7 @@ class RetryConfig:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based)."""
-        return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        return min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
 
 
 async def run_inline(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -90,8 +90,9 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
 
 
 @functools.cache
-def _runs_async(node_class: type[BaseNode]) -> bool:
-    return is_async_callable(node_class.run)
+def _runs_async(run: Callable[..., Any]) -> bool:
+    """Whether a node class's `run` (cached per class's function) is async."""
+    return is_async_callable(run)
 
 
 class BaseNode:
@@ -136,7 +137,7 @@ class BaseNode:
 
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         """The items one execution of this node emits."""
-        return iterate_call(ctx, self.run, (ctx, node_input), is_async=_runs_async(type(self)))
+        return iterate_call(ctx, self.run, (ctx, node_input), is_async=_runs_async(type(self).run))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -215,7 +216,7 @@ class JoinNode(BaseNode):
     def emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
         # A join only gathers inputs: its body runs inline, never through the store.
         return iterate_call(
-            ctx, self.run, (ctx, node_input), inline=True, is_async=_runs_async(type(self))
+            ctx, self.run, (ctx, node_input), inline=True, is_async=_runs_async(type(self).run)
         )
 
 

@@ -35,7 +35,8 @@ def rebuild_node_runs(
     answered: set[str] = set()
     raised: dict[str, set[str]] = defaultdict(set)
     errors: dict[str, int] = defaultdict(int)
-    outcome: dict[str, Event] = {}
+    # The last outcome of each node run: its status, output and route.
+    outcome: dict[str, tuple[NodeStatus, Any, str | None]] = {}
     for event in events:
         answered.update(r.id for r in event.function_responses)
         if not event.path or event.function_responses:
@@ -43,7 +44,7 @@ def rebuild_node_runs(
         raised[event.path].update(event.long_running_tool_ids)
         errors[event.path] += bool(event.error)
         if event.status is not None:
-            outcome[event.path] = event
+            outcome[event.path] = (event.status, event.output, event.route)
     answered -= set(unapplied)
     paths: set[str] = set(raised)
     for path in list(paths):
@@ -54,11 +55,7 @@ def rebuild_node_runs(
     for path in sorted(paths, key=lambda p: -p.count("/")):  # descendants first
         name, run_id = _segment(path)
         children = [runs[p] for p in paths if p.rpartition("/")[0] == path]
-        event = outcome.get(path)
-        if event is not None:
-            status, output, route = event.status, event.output, event.route
-        else:
-            status, output, route = _derived_status(children), None, None
+        status, output, route = outcome.get(path) or (_derived_status(children), None, None)
         ids: set[str] = set()
         if status == NodeStatus.WAITING:
             ids = raised[path] - answered

@@ -181,7 +181,7 @@ class Runner:
                 loop = asyncio.get_running_loop()
                 on_lost = partial(loop.call_soon_threadsafe, stop)
                 beating.enter_context(keep_alive(invocation_id, owner, self.lease_ttl, on_lost))
-            else:
+            elif renew is not None:
                 beating.callback(self._heartbeat(partial(renew, invocation_id, owner), stop))
             try:
                 more = await self._execute(checkpoint, owner)
@@ -203,6 +203,7 @@ class Runner:
         loop = asyncio.get_running_loop()
         interval = self.lease_ttl / 3
         stopped = False
+        pending: asyncio.Handle | asyncio.Future[bool | None]
 
         def beat() -> None:
             nonlocal pending
@@ -225,7 +226,7 @@ class Runner:
             stopped = True
             pending.cancel()
 
-        pending: asyncio.Handle | asyncio.Future[bool | None] = loop.call_later(interval, beat)
+        pending = loop.call_later(interval, beat)
         return stop
 
     async def _checkpoint(self, invocation_id: str) -> Checkpoint:

@@ -23,7 +23,8 @@ def to_json_schema(schema: Any) -> dict[str, Any] | None:
     if schema is None or isinstance(schema, dict):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return schema.model_json_schema()
+        model_schema: dict[str, Any] = schema.model_json_schema()
+        return model_schema
     if schema in _BUILTIN_SCHEMAS:
         return dict(_BUILTIN_SCHEMAS[schema])
     try:
@@ -32,7 +33,8 @@ def to_json_schema(schema: Any) -> dict[str, Any] | None:
         raise TypeError(
             f"response_schema {schema!r} needs pydantic; pass a JSON Schema dict instead"
         ) from None
-    return TypeAdapter(schema).json_schema()
+    adapted: dict[str, Any] = TypeAdapter(schema).json_schema()
+    return adapted
 
 
 def check_schema(schema: dict[str, Any] | None) -> None:

@@ -23,6 +23,7 @@ def _drive(
 ) -> Generator[Any, Any, Any]:
     """Drive `coro`, started and suspended on `yielded`, to its end: what the awaiting
     task sends or throws goes on to `coro`, each step through `run`."""
+    method: Callable[[Any], Any]
     while True:
         try:
             sent = yield yielded

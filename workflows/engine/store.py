@@ -198,14 +198,14 @@ class InMemoryStore:
             if not record.holds_answer:
                 self._open_interrupts[record.invocation_id].discard(record.id)
         for interrupt_id in batch.consumed:
-            record = self.interrupts.get(interrupt_id)
-            if record is not None and record.status != InterruptStatus.PENDING:
-                record.consumed = True
-                self._open_interrupts[record.invocation_id].discard(interrupt_id)
+            answered = self.interrupts.get(interrupt_id)
+            if answered is not None and answered.status != InterruptStatus.PENDING:
+                answered.consumed = True
+                self._open_interrupts[answered.invocation_id].discard(interrupt_id)
         for interrupt_id in batch.deferred:
-            record = self.interrupts.get(interrupt_id)
-            if record is not None and record.holds_answer:
-                record.deferred = True
+            answered = self.interrupts.get(interrupt_id)
+            if answered is not None and answered.holds_answer:
+                answered.deferred = True
         self._apply_agent_actions(batch)
         if batch.release_lease and batch.lease_owner is not None:
             return self._release_lease(invocation_id, batch.lease_owner)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 import time
 import uuid
@@ -19,6 +20,9 @@ USER = "bench"
 
 
 def _workflows() -> dict[str, Any]:
+    # ADK checks a graph for cycles recursively, a frame per node: the chain of 1,000 is
+    # as deep as Python's default limit, and fails or not by how deep the caller is.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
     from google.adk.events.request_input import RequestInput
     from google.adk.workflow import START, JoinNode, Workflow, node
 

@@ -15,9 +15,12 @@ class SqliteCommits:
 
     def __init__(self) -> None:
         self.count = 0
+        self.statements: list[str] | None = None  # a list: every statement is added to it
 
     def attach(self, connection: Any) -> None:
         def trace(statement: str) -> None:
+            if self.statements is not None:
+                self.statements.append(statement)
             head = statement.lstrip()[:8].upper()
             if head.startswith(("COMMIT", "END")) or (
                 not head.startswith(OUTSIDE) and not connection.in_transaction

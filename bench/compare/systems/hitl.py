@@ -66,7 +66,7 @@ class HitlSystem:
     def __init__(self, backend: str, options: dict[str, Any]) -> None:
         self.backend = backend
         self.loop = asyncio.new_event_loop()
-        self._commits: Any = None
+        self.counter: Any = None
         self.verify = True  # the worker turns it off after the warm-up
         if backend == "memory":
             from workflows.engine import InMemoryStore
@@ -109,16 +109,16 @@ class HitlSystem:
             registry.register(workflow)
         connection.ensure_connection()
         if backend == "sqlite":
-            self._commits = SqliteCommits()
-            self._commits.attach(connection.connection)
+            self.counter = SqliteCommits()
+            self.counter.attach(connection.connection)
         else:
-            self._commits = PostgresCommits(options["url"])
+            self.counter = PostgresCommits(options["url"])
         from workflows.models import Session
 
         self.session = Session.objects.create()
 
     # -- the two levels ---------------------------------------------------------------
-    def _start(self, name: str, value: Any, session: Any = None) -> str:
+    def start(self, name: str, value: Any, session: Any = None) -> str:
         if self.backend == "memory":
             from workflows.engine import Runner
 
@@ -130,7 +130,7 @@ class HitlSystem:
 
         return str(services.start(WORKFLOWS[name].name, value, session=session or self.session).pk)
 
-    def _pending(self, invocation_id: str, name: str) -> list[str]:
+    def pending(self, invocation_id: str, name: str) -> list[str]:
         if name == "chain_interrupt":
             return [f"{invocation_id}:ask"]
         return [f"{invocation_id}:b{i:03d}" for i in range(1, 101)]
@@ -147,7 +147,7 @@ class HitlSystem:
         found = Invocation.objects.get(pk=invocation_id).status
         assert found == status, found
 
-    def _answer(self, name: str, interrupt_id: str, value: Any) -> None:
+    def answer(self, name: str, interrupt_id: str, value: Any) -> None:
         from workflows.engine import FunctionResponse
 
         responses = [FunctionResponse(interrupt_id, "ask", value)]
@@ -164,33 +164,33 @@ class HitlSystem:
     # -- workloads --------------------------------------------------------------------
     def chain_interrupt(self) -> tuple[float, float]:
         begin = time.perf_counter()
-        invocation_id = self._start("chain_interrupt", 0)
+        invocation_id = self.start("chain_interrupt", 0)
         started = time.perf_counter() - begin
         self._check(invocation_id, "WAITING")
-        (interrupt_id,) = self._pending(invocation_id, "chain_interrupt")
+        (interrupt_id,) = self.pending(invocation_id, "chain_interrupt")
         begin = time.perf_counter()
-        self._answer("chain_interrupt", interrupt_id, {"ok": True})
+        self.answer("chain_interrupt", interrupt_id, {"ok": True})
         resumed = time.perf_counter() - begin
         self._check(invocation_id)
         return started, resumed
 
     def chain(self, size: int) -> float:
         begin = time.perf_counter()
-        invocation_id = self._start(f"chain{size}", 0)
+        invocation_id = self.start(f"chain{size}", 0)
         elapsed = time.perf_counter() - begin
         self._check(invocation_id)
         return elapsed
 
     def fanout(self, width: int) -> tuple[float, list[float]]:
         begin = time.perf_counter()
-        invocation_id = self._start(f"fanout{width}", 0)
+        invocation_id = self.start(f"fanout{width}", 0)
         started = time.perf_counter() - begin
         self._check(invocation_id, "WAITING")
-        pending = self._pending(invocation_id, f"fanout{width}")
+        pending = self.pending(invocation_id, f"fanout{width}")
         samples = []
         for interrupt_id in pending:
             begin = time.perf_counter()
-            self._answer(f"fanout{width}", interrupt_id, {"ok": True})
+            self.answer(f"fanout{width}", interrupt_id, {"ok": True})
             samples.append(time.perf_counter() - begin)
         self._check(invocation_id)
         return started, samples
@@ -206,23 +206,44 @@ class HitlSystem:
             session = Session.objects.create()
         found = {}
         for index in range(1, size + 1):
-            invocation_id = self._start("chain_interrupt", 0, session=session)
-            (interrupt_id,) = self._pending(invocation_id, "chain_interrupt")
+            invocation_id = self.start("chain_interrupt", 0, session=session)
+            (interrupt_id,) = self.pending(invocation_id, "chain_interrupt")
             begin = time.perf_counter()
-            self._answer("chain_interrupt", interrupt_id, {"ok": True})
+            self.answer("chain_interrupt", interrupt_id, {"ok": True})
             if index in points:
                 found[index] = time.perf_counter() - begin
         return found
 
+    def bare_commit(self, count: int) -> list[float]:
+        """The floor under a node transition: `BEGIN; INSERT a small row; COMMIT` on this
+        system's connection, as raw SQL; seconds each."""
+        from django.db import connection
+
+        sqlite = connection.vendor == "sqlite"
+        begin = f"BEGIN {connection.transaction_mode or ''}" if sqlite else "BEGIN"
+        key = "INTEGER PRIMARY KEY" if sqlite else "bigserial PRIMARY KEY"
+        samples = []
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE IF EXISTS hitl_bench_commit")
+            cursor.execute(f"CREATE TABLE hitl_bench_commit (id {key}, note varchar(16))")
+            for _ in range(count):
+                begun = time.perf_counter()
+                cursor.execute(begin)
+                cursor.execute("INSERT INTO hitl_bench_commit (note) VALUES ('bench')")
+                cursor.execute("COMMIT")
+                samples.append(time.perf_counter() - begun)
+            cursor.execute("DROP TABLE hitl_bench_commit")
+        return samples
+
     def commits(self) -> int | None:
-        if self._commits is None:
+        if self.counter is None:
             return None
-        if isinstance(self._commits, SqliteCommits):
-            return self._commits.count
+        if isinstance(self.counter, SqliteCommits):
+            return self.counter.count
         from django.db import connection
 
         def run(sql: str) -> None:
             with connection.cursor() as cursor:
                 cursor.execute(sql)
 
-        return self._commits.read([run])
+        return self.counter.read([run])

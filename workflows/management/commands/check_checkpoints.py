@@ -25,9 +25,11 @@ class Command(BaseCommand):
         if options["invocation_ids"]:
             invocations = invocations.filter(pk__in=options["invocation_ids"])
         checked = disagreeing = 0
-        for invocation_id in invocations.values_list("pk", flat=True).iterator():
-            invocation_id = str(invocation_id)
+        for pk in invocations.values_list("pk", flat=True).iterator():
+            invocation_id = str(pk)
             checkpoint = store.load_checkpoint_sync(invocation_id)
+            if checkpoint is None:  # deleted since the list was read
+                continue
             problems = checkpoint_differences(
                 store.load_events_sync(invocation_id),
                 checkpoint.node_runs,

@@ -1,0 +1,64 @@
+"""What every benchmark here shares: the percentile they report, the machine they ran on,
+and progress lines on stderr (the tables go to stdout)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """Nearest-rank percentile: the smallest sample at or above `pct` percent of them."""
+    ordered = sorted(samples)
+    rank = max(1, -(-len(ordered) * pct // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_facts() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+    }
+
+
+def machine(*more: str) -> str:
+    """One line naming the machine, then `more` facts (database and broker versions)."""
+    facts = machine_facts()
+    parts = [
+        f"machine: {facts['platform']}",
+        f"Python {facts['python']} ({facts['implementation']})",
+        f"CPU: {facts['cpu']}",
+        f"cores: {facts['cores']}",
+        *more,
+    ]
+    return " | ".join(parts)
+
+
+def postgres_version() -> str:
+    """The version of the PostgreSQL server behind Django's default connection."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        (version,) = cursor.fetchone()
+    return f"PostgreSQL {version}"
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
