@@ -40,7 +40,8 @@ from workflows.policy import (
 from workflows.registry import registry
 
 from . import display
-from .forms import ApprovalForm, form_for, is_approval
+from .forms import ApprovalForm, is_approval
+from .gates import GateForm, decision_form
 from .loading import readable_row, readable_rows
 from .models import PendingApproval, inbox
 
@@ -236,13 +237,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         already = interrupt.decisions.filter(actor=request.user.pk).exists()
         form = None
         if pending and may_answer and not already:
-            form = form_for(interrupt.response_schema)
+            form = decision_form(interrupt)
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action != "decide":
                 return self._mark(request, interrupt, action)
             # Late, repeated or forbidden answers too: the service says why.
-            form = form_for(interrupt.response_schema, request.POST)
+            form = decision_form(interrupt, request.POST)
             if form.is_valid():
                 response = self._decide(request, interrupt, form)
                 if response is not None:
@@ -292,7 +293,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest, interrupt: Interrupt, form: Any) -> HttpResponse | None:
         claimed_by = interrupt.claimed_by
-        comment = form.comment if isinstance(form, ApprovalForm) else ""
+        comment = form.comment if isinstance(form, ApprovalForm | GateForm) else ""
         try:
             decision = services.decide(
                 interrupt.pk, form.response(), actor=request.user, comment=comment
@@ -342,6 +343,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             ],
             "form": form,
             "is_approval": isinstance(form, ApprovalForm),
+            "is_gate": isinstance(form, GateForm),
+            "args": isinstance(form, GateForm) and display.render_value(form.proposal),
             "media": self.media + form.media if form is not None else self.media,
             "due": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),

@@ -148,8 +148,8 @@ def apply(batch: WriteBatch, using: str) -> None:
             update_fields=EFFECT_FIELDS,
         )
     if batch.new_grants:
-        rows = [grant_row(g) for g in batch.new_grants]
-        Grant.objects.using(using).bulk_create(rows, ignore_conflicts=True)
+        made = [grant_row(g) for g in batch.new_grants]
+        Grant.objects.using(using).bulk_create(made, ignore_conflicts=True)
     if batch.grant_uses:
         _use_grants(batch, using)
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from .. import grants
 from ..gate_models import Grant, GrantUse
-from ..policy import CHANGE_GRANT_PERMISSION
+from ..policy import ANSWER_PERMISSION, CHANGE_GRANT_PERMISSION
 from .base import ReadOnlyAdmin
 
 
@@ -36,7 +36,7 @@ class LiveFilter(admin.SimpleListFilter):
 class GrantUseInline(admin.TabularInline):
     model = GrantUse
     fields = ["used_at", "invocation", "path"]
-    readonly_fields = fields
+    readonly_fields = ["used_at", "invocation", "path"]
     extra = 0
     can_delete = False
 
@@ -70,13 +70,13 @@ class GrantAdmin(ReadOnlyAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """Who may revoke a grant may see it: holders of the model permissions, and the
-        people who granted."""
-        if super().has_view_permission(request, obj) or request.user.has_perm(
-            CHANGE_GRANT_PERMISSION
-        ):
+        approvers, who see the grants they made (the list is scoped to those)."""
+        user = request.user
+        if super().has_view_permission(request, obj) or user.has_perm(CHANGE_GRANT_PERMISSION):
             return True
-        granted = Grant.objects.filter(granted_by=request.user.pk)
-        return granted.filter(pk=obj.pk).exists() if obj is not None else granted.exists()
+        if obj is not None:
+            return bool(obj.granted_by_id == user.pk)
+        return bool(user.has_perm(ANSWER_PERMISSION))
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
@@ -93,17 +93,17 @@ class GrantAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Revoke the selected grants", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[Grant]) -> None:
-        revoked, refused = 0, []
+        revoked, refusals = 0, []
         for grant in queryset:
             try:
                 grants.revoke_grant(grant, actor=request.user)
-            except PermissionDenied as refusal:
-                refused.append(str(refusal))
+            except PermissionDenied as refused:
+                refusals.append(str(refused))
             else:
                 revoked += 1
         if revoked:
             self.message_user(request, f"Revoked {revoked} grant(s).", messages.SUCCESS)
-        for refusal in refused:
+        for refusal in refusals:
             self.message_user(request, refusal, messages.ERROR)
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:

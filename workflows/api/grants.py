@@ -25,8 +25,12 @@ from .views import ApiViewMixin, ObjectLookupMixin
 
 
 class GrantSerializer(serializers.ModelSerializer):
-    granted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    revoked_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    granted_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    revoked_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     pins = AnyJSON(read_only=True)
     live = serializers.SerializerMethodField(help_text="Not revoked, not expired, uses left.")
     uses = serializers.IntegerField(source="uses.count", read_only=True)

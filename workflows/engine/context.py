@@ -166,7 +166,8 @@ class Execution:
         """Commit the pending transitions; return what the store's commit returns."""
         await self._siblings_first()
         async with self._flush_lock:
-            return (await self._commit_pending(self.store.commit if self.store else None))[1]
+            more: bool = (await self._commit_pending(self.store.commit if self.store else None))[1]
+            return more
 
     async def flush_then_call(
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -118,8 +118,13 @@ def _records_sync(ctx: Context) -> dict[str, EffectRecord]:
     execution = ctx._execution
     known = execution.effects.get(ctx.path)
     if known is None:
-        store = execution.store if ctx.may_have_effects else None
-        known = store.load_effects_sync(ctx.invocation_id, ctx.path) if store else {}
+        load = getattr(execution.store, "load_effects_sync", None)
+        if execution.store is not None and load is None:
+            raise TypeError(
+                f"{type(execution.store).__name__} has no load_effects_sync: use "
+                "`await ctx.effect(...)` in an async node"
+            )
+        known = load(ctx.invocation_id, ctx.path) if load and ctx.may_have_effects else {}
         execution.effects[ctx.path] = known
     return known
 

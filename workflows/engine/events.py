@@ -78,9 +78,11 @@ def approval_vote(response: Any) -> bool | None:
     `approved`, or an approval gate's `decision` (an edit approves)."""
     if not isinstance(response, dict):
         return None
-    if isinstance(response.get("approved"), bool):
-        return response["approved"]
-    return {"approve": True, "edit": True, "reject": False}.get(response.get("decision"))
+    approved = response.get("approved")
+    if isinstance(approved, bool):
+        return approved
+    decision = response.get("decision")
+    return {"approve": True, "edit": True, "reject": False}.get(decision) if decision else None
 
 
 @dataclass

@@ -318,7 +318,8 @@ def covering_grant(
 def pins_allow(pins: dict[str, Any] | None, args: Any) -> bool:
     if not pins:
         return True
-    return jsonschema.validators.validator_for(pins)(pins).is_valid(args)
+    valid: bool = jsonschema.validators.validator_for(pins)(pins).is_valid(args)
+    return valid
 
 
 def gates_of(node: BaseNode) -> dict[str, Gate]:
