@@ -4,6 +4,7 @@
   scope) whose rejection goes to a revising step that proposes a smaller amount.
 - hitl_test_delete: a record deletion that needs two approvers, not the starter.
 - hitl_test_timed: a gate that rejects at its deadline.
+- hitl_test_charge: a gated charge performed as an effect (`ctx.effect_sync`).
 """
 
 from datetime import timedelta
@@ -15,6 +16,8 @@ from workflows.registry import registry
 REFUND = "hitl_test_refund"
 DELETE = "hitl_test_delete"
 TIMED = "hitl_test_timed"
+CHARGE = "hitl_test_charge"
+CHARGES: list[tuple[int, str]] = []  # (amount, idempotency key) of every call
 
 REFUND_ARGS = {
     "type": "object",
@@ -63,6 +66,17 @@ def go(node_input: Any) -> Any:
     return {"went": node_input}
 
 
+def bank_charge(amount: int, idempotency_key: str) -> dict:
+    CHARGES.append((amount, idempotency_key))
+    return {"charged": amount, "receipt": f"r-{len(CHARGES)}"}
+
+
+@approval_gate(message="Charge {amount}?", remember=("always",))
+@node(name="charge")
+def charge(node_input: dict, ctx: Any) -> dict:
+    return ctx.effect_sync("bank", bank_charge, node_input["amount"])
+
+
 WORKFLOWS = [
     Workflow(
         name=REFUND,
@@ -70,6 +84,7 @@ WORKFLOWS = [
     ),
     Workflow(name=DELETE, edges=[("START", delete_record)]),
     Workflow(name=TIMED, edges=[("START", go)]),
+    Workflow(name=CHARGE, edges=[("START", charge)]),
 ]
 for workflow in WORKFLOWS:
     if workflow.name not in {d.name for d in registry.definitions()}:
