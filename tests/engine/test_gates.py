@@ -16,6 +16,7 @@ from workflows.engine import (
     node,
 )
 from workflows.engine.errors import GraphError
+from workflows.engine.gates import gates_of
 
 from .helpers import COMPLETED, FAILED, WAITING, Harness, statuses, sync
 
@@ -317,3 +318,24 @@ def test_only_nodes_that_do_work_can_be_gated():
     inner = Workflow(name="inner", edges=[("START", node(lambda: 1))])
     with pytest.raises(GraphError):
         approval_gate(message="Go?")(inner)
+
+
+def test_the_gates_of_a_workflow_include_those_its_nodes_declare_they_run():
+    @approval_gate(message="Pay?", remember=("always",))
+    @node(name="pay")
+    def pay(node_input):
+        return node_input
+
+    @approval_gate(message="Check?")
+    @node(name="check", parallel_worker=True)
+    def check(node_input):
+        return node_input
+
+    @node(name="agent", rerun_on_resume=True, runs=[pay])
+    async def agent(ctx, node_input):
+        return await ctx.run_node(pay, node_input)
+
+    inner = Workflow(name="inner", edges=[("START", check)])
+    found = gates_of(Workflow(name="wf", edges=[("START", agent, inner)]))
+    assert set(found) == {"pay", "check"}
+    assert found["pay"].remember == ("always",)

@@ -323,12 +323,15 @@ def pins_allow(pins: dict[str, Any] | None, args: Any) -> bool:
 
 
 def gates_of(node: BaseNode) -> dict[str, Gate]:
-    """{node name: gate} of the gated nodes in `node` (a workflow), nested ones too."""
+    """{node name: gate} of the gated nodes in `node` (a workflow): nested ones, parallel
+    workers' items, and the nodes a node declares it runs (`runs`)."""
     found: dict[str, Gate] = {}
     if isinstance(node, GatedNode):
         found[node.name] = node.gate
-    for child in getattr(node, "nodes", {}).values():
-        found.update(gates_of(child))
+        node = node.inner
+    children = [*getattr(node, "nodes", {}).values(), *node.runs]
     if isinstance(node, ParallelWorker):
-        found.update(gates_of(node.item_node))
+        children.append(node.item_node)
+    for child in children:
+        found.update(gates_of(child))
     return found
