@@ -1,6 +1,6 @@
 // The decision page of an approval gate: while a person edits the proposed arguments,
 // list what differs from the proposal, so the edit is seen before it is submitted.
-(function () {
+document.addEventListener("DOMContentLoaded", function () {
   "use strict";
   const args = document.getElementById("gate-args");
   const diff = document.getElementById("gate-diff");
@@ -49,4 +49,4 @@
   args.addEventListener("input", update);
   args.addEventListener("change", update);
   update();
-})();
+});

@@ -1,0 +1,82 @@
+"""An approval gate's decision page in a real browser (Chromium driven by Playwright): a
+supporter edits the proposed refund's args, sees the difference from the proposal before
+submitting, and approves; a rejection with a reason brings the revised proposal. Saves
+build/screenshots/gate-decision.png.
+
+The database is read before and after each browser session, never during one (Playwright's
+sync API runs an event loop in this thread while the browser is open)."""
+
+import pytest
+from django.contrib.auth.models import Group
+
+from tests.approvals.conftest import decision_url
+from tests.approvals.test_inbox_browser import chromium  # noqa: F401  # the fixture
+from tests.factories import ApproverFactory
+from tests.gates.gated import REFUND
+from tests.workflows.test_admin_browser import SCREENSHOTS
+from workflows import services
+from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.models import Decision, Interrupt, Invocation
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def supporter():
+    user = ApproverFactory(username="sue")
+    user.groups.add(Group.objects.get_or_create(name="support")[0])
+    return user
+
+
+def pending(invocation) -> Interrupt:
+    return Interrupt.objects.get(invocation=invocation, status=InterruptStatus.PENDING)
+
+
+def test_a_supporter_edits_the_proposed_args_sees_the_difference_and_approves(
+    live_server,
+    chromium,
+    supporter,  # noqa: F811
+):
+    invocation = services.start(REFUND, {"amount": 40, "customer": "ann"})
+    url = live_server.url + decision_url(pending(invocation))
+    with chromium() as login:
+        page = login("sue")
+        page.goto(url)
+        assert page.inner_text("h1") == "Refund 40 to ann?"
+        assert page.input_value("#id_args-amount") == "40"
+        assert page.is_hidden("#gate-diff")  # nothing changed yet
+        page.fill("#id_args-amount", "25")
+        page.fill("#id_reason", "half now, half once the item is back")
+        diff = page.inner_text("#gate-diff tbody")
+        assert diff.split() == ["amount", "40", "25"]
+        page.screenshot(path=str(SCREENSHOTS / "gate-decision.png"), full_page=True)
+        page.click("#approve")
+        page.wait_for_load_state()
+    decision = Decision.objects.get()
+    assert decision.response["decision"] == "edit"
+    assert decision.response["args"] == {"amount": 25, "customer": "ann"}
+    invocation.refresh_from_db()
+    assert invocation.status == NodeStatus.COMPLETED
+    assert invocation.output == {"refunded": 25, "to": "ann"}
+
+
+def test_a_rejection_with_a_reason_brings_the_revised_proposal(
+    live_server,
+    chromium,
+    supporter,  # noqa: F811
+):
+    invocation = services.start(REFUND, {"amount": 900, "customer": "ann"})
+    url = live_server.url + decision_url(pending(invocation))
+    with chromium() as login:
+        page = login("sue")
+        page.goto(url)
+        page.fill("#id_reason", "over the limit for this customer")
+        page.click("#reject")
+        page.wait_for_load_state()
+        # The next question in the inbox is the revised proposal.
+        assert page.inner_text("h1") == "Refund 10 to ann?"
+        assert page.input_value("#id_args-amount") == "10"
+    (first,) = Decision.objects.all()
+    assert first.response == {"decision": "reject", "reason": "over the limit for this customer"}
+    revised = pending(Invocation.objects.get(pk=invocation.pk))
+    assert revised.payload["args"] == {"amount": 10, "customer": "ann"}
