@@ -10,7 +10,6 @@ import pytest
 from django.contrib.auth.models import Group
 
 from tests.approvals.conftest import decision_url
-from tests.approvals.test_inbox_browser import chromium  # noqa: F401  # the fixture
 from tests.factories import ApproverFactory
 from tests.gates.gated import REFUND
 from tests.workflows.test_admin_browser import SCREENSHOTS
@@ -35,7 +34,7 @@ def pending(invocation) -> Interrupt:
 def test_a_supporter_edits_the_proposed_args_sees_the_difference_and_approves(
     live_server,
     chromium,
-    supporter,  # noqa: F811
+    supporter,
 ):
     invocation = services.start(REFUND, {"amount": 40, "customer": "ann"})
     url = live_server.url + decision_url(pending(invocation))
@@ -63,7 +62,7 @@ def test_a_supporter_edits_the_proposed_args_sees_the_difference_and_approves(
 def test_a_rejection_with_a_reason_brings_the_revised_proposal(
     live_server,
     chromium,
-    supporter,  # noqa: F811
+    supporter,
 ):
     invocation = services.start(REFUND, {"amount": 900, "customer": "ann"})
     url = live_server.url + decision_url(pending(invocation))
