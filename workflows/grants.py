@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 from django.core.exceptions import PermissionDenied
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -20,6 +21,7 @@ from .engine.schema import check_schema
 from .engine.status import GrantScope
 from .gate_models import Grant
 from .policy import grant_policy
+from .signals import announce_grant
 from .registry import registry
 from .transactions import write_transaction
 
@@ -97,6 +99,7 @@ def create_grant(
         granted_by=actor,
         created_at=now,
     )
+    announce_grant("grant.created", grant.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
     return grant
 
 
@@ -115,6 +118,7 @@ def revoke_grant(grant: Grant | str, *, actor: Any) -> Grant:
     if locked.revoked_at is None:
         locked.revoked_at, locked.revoked_by = timezone.now(), actor
         locked.save(update_fields=["revoked_at", "revoked_by"])
+        announce_grant("grant.revoked", locked.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
     return locked
 
 

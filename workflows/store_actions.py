@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
+from . import signals
 from .engine.errors import GrantUnavailableError, UnknownGrantError
 from .engine.state import EffectRecord, GrantRecord, WriteBatch
 from .engine.status import EffectStatus, GrantScope
@@ -148,10 +149,19 @@ def apply(batch: WriteBatch, using: str) -> None:
             update_fields=EFFECT_FIELDS,
         )
     if batch.new_grants:
-        made = [grant_row(g) for g in batch.new_grants]
-        Grant.objects.using(using).bulk_create(made, ignore_conflicts=True)
+        _create_grants(batch.new_grants, using)
     if batch.grant_uses:
         _use_grants(batch, using)
+
+
+def _create_grants(grants: list[GrantRecord], using: str) -> None:
+    known = set(
+        Grant.objects.using(using).filter(pk__in=[g.id for g in grants]).values_list("pk", flat=True)
+    )
+    fresh = {g.id: g for g in grants if g.id not in known}  # once per answer
+    Grant.objects.using(using).bulk_create([grant_row(g) for g in fresh.values()])
+    for grant in fresh.values():
+        signals.announce_grant("grant.created", grant.id, using, actor_id=grant.granted_by)
 
 
 def _use_grants(batch: WriteBatch, using: str) -> None:
@@ -180,3 +190,7 @@ def _use_grants(batch: WriteBatch, using: str) -> None:
             for use in batch.grant_uses
         ]
     )
+    for use in batch.grant_uses:
+        signals.announce_grant(
+            "grant.used", use.grant_id, using, invocation_id=use.invocation_id, path=use.path
+        )

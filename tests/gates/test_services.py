@@ -194,3 +194,30 @@ def test_a_grant_made_apart_from_decisions_needs_add_grant_and_a_real_gate():
     passed = services.start(REFUND, PROPOSAL)
     passed.refresh_from_db()
     assert passed.status == NodeStatus.COMPLETED
+
+
+def test_each_grant_action_is_announced_once_it_is_committed():
+    from workflows import signals
+
+    seen = []
+
+    def receiver(sender, **kwargs):
+        seen.append((kwargs["action"], kwargs["grant_id"], kwargs["path"], kwargs["actor_id"]))
+
+    signals.grant_changed.connect(receiver, weak=False, dispatch_uid="test-grants")
+    try:
+        ada = support("ada")
+        interrupt = start_refund()
+        session = interrupt.invocation.session
+        services.decide(interrupt.pk, {"decision": "approve", "remember": "session"}, actor=ada)
+        grant = Grant.objects.get()
+        services.start(REFUND, PROPOSAL, session=session)
+        grants.revoke_grant(grant, actor=ada)
+        grants.revoke_grant(grant, actor=ada)  # changes nothing: no second announcement
+    finally:
+        signals.grant_changed.disconnect(dispatch_uid="test-grants")
+    assert seen == [
+        ("grant.created", grant.pk, "", ada.pk),
+        ("grant.used", grant.pk, f"{REFUND}@1/refund@1", None),
+        ("grant.revoked", grant.pk, "", ada.pk),
+    ]
