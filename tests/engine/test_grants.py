@@ -279,3 +279,16 @@ async def test_passing_on_a_grant_costs_one_read_and_no_commit_more_than_an_unga
     assert (plain.status, passed.status) == (COMPLETED, COMPLETED)
     assert gated_store.reads == plain_store.reads + 1
     assert gated_store.commits == plain_store.commits
+
+
+@sync
+async def test_the_narrowest_grant_is_used_first():
+    h = Harness(payouts_workflow([], remember=("invocation", "always")))
+    asked = await h.run(payouts(7, 8))
+    await h.store.record_grant(
+        GrantRecord(id="g-always", workflow_name="payouts", node_name="pay", scope="always")
+    )
+    done = await approve(h, asked, remember="invocation")
+    assert done.status == COMPLETED
+    (narrow,) = [g for g in (await grants(h.store)).values() if g.scope == "invocation"]
+    assert [u.grant_id for u in await grant_uses(h.store)] == [narrow.id]

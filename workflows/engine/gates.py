@@ -260,7 +260,7 @@ class GatedNode(BaseNode):
         grants = await execution.store.find_grants(
             execution.invocation.workflow_name, self.name, scopes.items(), now
         )
-        grant = covering_grant(grants, args, self.gate.remember)
+        grant = covering_grant(grants, args)
         if grant is None:
             return False
         use = GrantUse(grant.id, ctx.invocation_id, ctx.path, now)
@@ -303,14 +303,11 @@ def scope_id(ctx: Context, scope: GrantScope) -> str:
     return ""
 
 
-def covering_grant(
-    grants: Iterable[GrantRecord], args: Any, scopes: Iterable[GrantScope]
-) -> GrantRecord | None:
+def covering_grant(grants: Iterable[GrantRecord], args: Any) -> GrantRecord | None:
     """The grant (narrowest scope first, then oldest) whose pins `args` satisfy."""
     order = {scope: index for index, scope in enumerate(GrantScope)}
-    allowed = set(scopes)
     for grant in sorted(grants, key=lambda g: order[GrantScope(g.scope)]):
-        if GrantScope(grant.scope) in allowed and pins_allow(grant.pins, args):
+        if pins_allow(grant.pins, args):
             return grant
     return None
 
