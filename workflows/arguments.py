@@ -1,7 +1,7 @@
 """What callers pass to the write path, checked before anything is stored: a submission
 is a list of function responses, each a FunctionResponse or a dict; a reassignment names
-users and groups that exist. A wrong value raises ResponseValidationError saying what was
-passed and what is wanted."""
+users and groups that exist and can reach the question's quorum. A wrong value raises
+ResponseValidationError saying what was passed and what is wanted."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from django.contrib.auth.models import Group
 from .engine.errors import ResponseValidationError
 from .engine.events import FunctionResponse, RequestInput, parse_assignee
 from .models import Interrupt
+from .policy import unreachable_quorum
 
 FUNCTION_RESPONSE_SHAPE = (
     'a FunctionResponse or a dict {"id": <interrupt id>, "name": <node name>, "response": ...}'
@@ -78,8 +79,9 @@ def function_response_list(responses: Any) -> list[FunctionResponse]:
 
 
 def checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
-    """`assignees` if RequestInput accepts them with this interrupt's schema and quorum,
-    and every user and group they name exists."""
+    """`assignees` (each principal once) if RequestInput accepts them with this interrupt's
+    schema and quorum (a stored question must load again), every user and group they name
+    exists, and they can still reach the quorum with the decisions recorded so far."""
     try:
         request = RequestInput(
             response_schema=interrupt.response_schema,
@@ -104,4 +106,11 @@ def checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
     missing = [f"{kind}:{name}" for kind in named for name in sorted(named[kind] - found[kind])]
     if missing:
         raise ResponseValidationError(interrupt.pk, "assignees", f"no such {', '.join(missing)}")
+    decided = list(interrupt.decisions.values_list("actor_id", flat=True))
+    starter = [interrupt.invocation.started_by_id] if interrupt.four_eyes else []
+    problem = unreachable_quorum(
+        request.assignees, interrupt.quorum, approvals=len(decided), excluded=decided + starter
+    )
+    if problem:
+        raise ResponseValidationError(interrupt.pk, "assignees", problem)
     return request.assignees

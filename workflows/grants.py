@@ -21,8 +21,8 @@ from .engine.schema import check_schema
 from .engine.status import GrantScope
 from .gate_models import Grant
 from .policy import grant_policy
-from .signals import announce_grant
 from .registry import registry
+from .signals import announce_grant
 from .transactions import write_transaction
 
 VIEW_ALL_PERMISSION = "workflows.view_grant"

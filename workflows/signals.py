@@ -11,7 +11,6 @@
 """
 
 from functools import partial
-
 from typing import Any
 
 from django.db import transaction

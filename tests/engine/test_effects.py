@@ -15,7 +15,10 @@ from workflows.engine import (
     node,
 )
 
-from .helpers import COMPLETED, FAILED, WAITING, CountingStore, Harness, new_store, sync
+from .helpers import COMPLETED, FAILED, WAITING, CountingStore, Harness, sync
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 INVOCATION = "5f0e2b8c-9d1a-4c3e-8b7f-2a6d4e1c9b03"
 
@@ -61,9 +64,9 @@ async def effect_records(h: Harness, invocation_id: str, path: str) -> dict[str,
 
 
 @sync
-async def test_an_effect_runs_once_with_a_key_derived_from_the_node_run():
+async def test_an_effect_runs_once_with_a_key_derived_from_the_node_run(store_backend):
     calls: list[Any] = []
-    h = Harness(paying_workflow(calls, {"after": False}, idempotent=False))
+    h = Harness(paying_workflow(calls, {"after": False}, idempotent=False), store_backend)
     done = await h.run(30)
     assert done.status == COMPLETED
     assert done.output == {"charged": 30, "receipt": "r-1"}
@@ -75,7 +78,7 @@ async def test_an_effect_runs_once_with_a_key_derived_from_the_node_run():
 
 
 @sync
-async def test_a_re_executed_node_reuses_a_finished_effect_without_calling_it():
+async def test_a_re_executed_node_reuses_a_finished_effect_without_calling_it(store_backend):
     calls: list[Any] = []
 
     @node(name="pay", rerun_on_resume=True)
@@ -85,7 +88,7 @@ async def test_a_re_executed_node_reuses_a_finished_effect_without_calling_it():
             return RequestInput(interrupt_id="ok", message="Tell the customer?")
         return {"charged": charged, "told": ctx.resume_inputs["ok"]}
 
-    h = Harness(Workflow(name="wf", edges=[("START", pay)]))
+    h = Harness(Workflow(name="wf", edges=[("START", pay)]), store_backend)
     waiting = await h.run(5)
     assert waiting.status == WAITING
     done = await h.resume({"ok": True})
@@ -95,9 +98,9 @@ async def test_a_re_executed_node_reuses_a_finished_effect_without_calling_it():
 
 
 @sync
-async def test_an_idempotent_effect_in_doubt_is_called_again_with_the_same_key():
+async def test_an_idempotent_effect_in_doubt_is_called_again_with_the_same_key(store_backend):
     calls: list[Any] = []
-    h = Harness(paying_workflow(calls, {"after": True}, idempotent=True))
+    h = Harness(paying_workflow(calls, {"after": True}, idempotent=True), store_backend)
     done = await crash_then_recover(h, 30)
     assert done.status == COMPLETED
     assert [amount for amount, _ in calls] == [30, 30]
@@ -108,9 +111,13 @@ async def test_an_idempotent_effect_in_doubt_is_called_again_with_the_same_key()
 
 @pytest.mark.parametrize("rerun", [False, True])
 @sync
-async def test_a_non_idempotent_effect_in_doubt_asks_and_a_yes_is_not_repeated(rerun):
+async def test_a_non_idempotent_effect_in_doubt_asks_and_a_yes_is_not_repeated(
+    rerun, store_backend
+):
     calls: list[Any] = []
-    h = Harness(paying_workflow(calls, {"after": True}, idempotent=False, rerun=rerun))
+    h = Harness(
+        paying_workflow(calls, {"after": True}, idempotent=False, rerun=rerun), store_backend
+    )
     asked = await crash_then_recover(h, 30)
     assert asked.status == WAITING
     assert len(calls) == 1  # not repeated
@@ -128,9 +135,9 @@ async def test_a_non_idempotent_effect_in_doubt_asks_and_a_yes_is_not_repeated(r
 
 
 @sync
-async def test_a_no_performs_the_effect_now_with_the_same_key():
+async def test_a_no_performs_the_effect_now_with_the_same_key(store_backend):
     calls: list[Any] = []
-    h = Harness(paying_workflow(calls, {"after": True}, idempotent=False))
+    h = Harness(paying_workflow(calls, {"after": True}, idempotent=False), store_backend)
     asked = await crash_then_recover(h, 30)
     (question_id,) = asked.interrupts
     done = await h.resume({question_id: {"happened": False}})
@@ -140,10 +147,10 @@ async def test_a_no_performs_the_effect_now_with_the_same_key():
 
 
 @sync
-async def test_an_effect_in_doubt_again_after_a_no_is_asked_about_anew():
+async def test_an_effect_in_doubt_again_after_a_no_is_asked_about_anew(store_backend):
     calls: list[Any] = []
     crash = {"after": True}
-    h = Harness(paying_workflow(calls, crash, idempotent=False))
+    h = Harness(paying_workflow(calls, crash, idempotent=False), store_backend)
     asked = await crash_then_recover(h, 30)
     (first_question,) = asked.interrupts
     crash["after"] = True  # dies again after the call the "no" allowed
@@ -162,7 +169,7 @@ def _answer(interrupt_id: str, response: Any) -> Any:
 
 
 @sync
-async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees():
+async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees(store_backend):
     calls: list[Any] = []
     crash = {"after": False}
 
@@ -175,7 +182,7 @@ async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees():
             raise Crash()
         return result
 
-    h = Harness(Workflow(name="payments", edges=[("START", pay)]))
+    h = Harness(Workflow(name="payments", edges=[("START", pay)]), store_backend)
     asked = await h.runner.run({"amount": 9}, invocation_id=INVOCATION)
     (gate_id,) = asked.interrupts
     crash["after"] = True
@@ -191,7 +198,7 @@ async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees():
 
 
 @sync
-async def test_an_effect_that_raised_is_recorded_failed_and_called_again_on_retry():
+async def test_an_effect_that_raised_is_recorded_failed_and_called_again_on_retry(store_backend):
     calls: list[Any] = []
     down = {"bank": True}
 
@@ -205,7 +212,7 @@ async def test_an_effect_that_raised_is_recorded_failed_and_called_again_on_retr
     async def pay(node_input, ctx):
         return await ctx.effect("charge", flaky_charge, node_input)
 
-    h = Harness(Workflow(name="wf", edges=[("START", pay)]))
+    h = Harness(Workflow(name="wf", edges=[("START", pay)]), store_backend)
     failed = await h.run(4)
     assert failed.status == FAILED
     (record,) = (await effect_records(h, failed.invocation_id, "wf@1/pay@1")).values()
@@ -218,7 +225,7 @@ async def test_an_effect_that_raised_is_recorded_failed_and_called_again_on_retr
 
 
 @sync
-async def test_effect_sync_in_a_synchronous_body_and_its_doubt():
+async def test_effect_sync_in_a_synchronous_body_and_its_doubt(store_backend):
     calls: list[Any] = []
     crash = {"after": True}
 
@@ -230,28 +237,28 @@ async def test_effect_sync_in_a_synchronous_body_and_its_doubt():
             raise Crash()
         return result
 
-    h = Harness(Workflow(name="payments", edges=[("START", pay)]))
+    h = Harness(Workflow(name="payments", edges=[("START", pay)]), store_backend)
     done = await crash_then_recover(h, 12)
     assert done.output == {"charged": 12, "receipt": "r-2"}
     assert calls[0][1] == calls[1][1]
 
 
 @sync
-async def test_two_effects_of_one_name_in_one_run_fail_the_node():
+async def test_two_effects_of_one_name_in_one_run_fail_the_node(store_backend):
     @node(name="mail")
     async def mail(node_input, ctx):
         for address in node_input:
             await ctx.effect("send", str, address)
         return "sent"
 
-    h = Harness(Workflow(name="wf", edges=[("START", mail)]))
+    h = Harness(Workflow(name="wf", edges=[("START", mail)]), store_backend)
     failed = await h.run(["a@example.com", "b@example.com"])
     assert failed.status == FAILED
     assert "performed the effect 'send' twice" in failed.error
 
 
 @sync
-async def test_an_effect_costs_one_commit_and_no_read_on_a_first_run():
+async def test_an_effect_costs_one_commit_and_no_read_on_a_first_run(store_backend):
     async def plain(node_input, ctx):
         return node_input
 
@@ -260,7 +267,7 @@ async def test_an_effect_costs_one_commit_and_no_read_on_a_first_run():
 
     counts = {}
     for body in (plain, effectful):
-        store = CountingStore(new_store())
+        store = CountingStore(store_backend.new_store())
         runner = Runner(Workflow(name="wf", edges=[("START", node(name="n")(body))]), store=store)
         result = await runner.run(3)
         assert result.status == COMPLETED

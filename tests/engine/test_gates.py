@@ -1,13 +1,11 @@
 """Approval gates: a gated node asks before its body runs; approve runs it with the input,
 edit with the edited args, reject completes it with a reason and the route "rejected"."""
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from workflows.engine import (
-    DefaultResponse,
     RequestInput,
     ResponseValidationError,
     RetryConfig,
@@ -15,10 +13,11 @@ from workflows.engine import (
     approval_gate,
     node,
 )
-from workflows.engine.errors import GraphError
-from workflows.engine.gates import gates_of
 
 from .helpers import COMPLETED, FAILED, WAITING, Harness, statuses, sync
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 REFUND_ARGS = {
     "type": "object",
@@ -72,9 +71,9 @@ def only_question(result):
 
 
 @sync
-async def test_a_gated_node_asks_before_its_body_runs():
+async def test_a_gated_node_asks_before_its_body_runs(store_backend):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls))
+    h = Harness(refund_workflow(calls), store_backend)
     asked = await h.run({"amount": 50, "customer": "ann"})
     _, request = only_question(asked)
     assert calls == []
@@ -90,9 +89,9 @@ async def test_a_gated_node_asks_before_its_body_runs():
 
 @pytest.mark.parametrize("rerun", [False, True])
 @sync
-async def test_approve_runs_the_body_with_the_input_whatever_rerun_on_resume(rerun):
+async def test_approve_runs_the_body_with_the_input_whatever_rerun_on_resume(rerun, store_backend):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls, rerun=rerun))
+    h = Harness(refund_workflow(calls, rerun=rerun), store_backend)
     interrupt_id, _ = only_question(await h.run({"amount": 50, "customer": "ann"}))
     done = await h.resume({interrupt_id: {"decision": "approve"}})
     assert done.status == COMPLETED
@@ -101,9 +100,9 @@ async def test_approve_runs_the_body_with_the_input_whatever_rerun_on_resume(rer
 
 
 @sync
-async def test_edit_runs_the_body_with_the_edited_args():
+async def test_edit_runs_the_body_with_the_edited_args(store_backend):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls))
+    h = Harness(refund_workflow(calls), store_backend)
     interrupt_id, _ = only_question(await h.run({"amount": 50, "customer": "ann"}))
     edited = {"amount": 20, "customer": "ann"}
     done = await h.resume({interrupt_id: {"decision": "edit", "args": edited}})
@@ -125,9 +124,9 @@ async def test_edit_runs_the_body_with_the_edited_args():
     ],
 )
 @sync
-async def test_an_invalid_answer_is_refused_before_anything_is_stored(answer):
+async def test_an_invalid_answer_is_refused_before_anything_is_stored(answer, store_backend):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls))
+    h = Harness(refund_workflow(calls), store_backend)
     interrupt_id, _ = only_question(await h.run({"amount": 50, "customer": "ann"}))
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError):
@@ -137,9 +136,9 @@ async def test_an_invalid_answer_is_refused_before_anything_is_stored(answer):
 
 
 @sync
-async def test_an_edit_is_refused_when_the_gate_does_not_allow_edits():
+async def test_an_edit_is_refused_when_the_gate_does_not_allow_edits(store_backend):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls, allow_edit=False))
+    h = Harness(refund_workflow(calls, allow_edit=False), store_backend)
     interrupt_id, request = only_question(await h.run({"amount": 50, "customer": "ann"}))
     assert request.response_schema["properties"]["decision"]["enum"] == ["approve", "reject"]
     before = await h.snapshot()
@@ -154,9 +153,11 @@ async def test_an_edit_is_refused_when_the_gate_does_not_allow_edits():
 
 @pytest.mark.parametrize("rerun", [False, True])
 @sync
-async def test_reject_routes_the_reason_to_a_revising_step_which_proposes_again(rerun):
+async def test_reject_routes_the_reason_to_a_revising_step_which_proposes_again(
+    rerun, store_backend
+):
     calls: list[Any] = []
-    h = Harness(refund_workflow(calls, rerun=rerun))
+    h = Harness(refund_workflow(calls, rerun=rerun), store_backend)
     first_id, _ = only_question(await h.run({"amount": 900, "customer": "ann"}))
     revised = await h.resume({first_id: {"decision": "reject", "reason": "too much"}})
     rejected = revised.node_runs["refunds@1/refund@1"]
@@ -173,15 +174,15 @@ async def test_reject_routes_the_reason_to_a_revising_step_which_proposes_again(
 
 
 @sync
-async def test_a_rejection_without_a_reason_has_an_empty_reason():
-    h = Harness(refund_workflow([]))
+async def test_a_rejection_without_a_reason_has_an_empty_reason(store_backend):
+    h = Harness(refund_workflow([]), store_backend)
     interrupt_id, _ = only_question(await h.run({"amount": 900, "customer": "ann"}))
     revised = await h.resume({interrupt_id: {"decision": "reject"}})
     assert revised.node_runs["refunds@1/refund@1"].output == {"rejected": True, "reason": ""}
 
 
 @sync
-async def test_a_body_that_asks_after_its_gate_keeps_its_own_rerun_policy():
+async def test_a_body_that_asks_after_its_gate_keeps_its_own_rerun_policy(store_backend):
     """A leaf (rerun_on_resume=False) whose body asks after approval auto-completes with
     that answer, as any leaf does; the gate's answer is not part of its output."""
     ran: list[Any] = []
@@ -192,7 +193,7 @@ async def test_a_body_that_asks_after_its_gate_keeps_its_own_rerun_policy():
         ran.append(dict(ctx.resume_inputs))
         return RequestInput(interrupt_id="confirm", message="Which address?")
 
-    h = Harness(Workflow(name="wf", edges=[("START", send)]))
+    h = Harness(Workflow(name="wf", edges=[("START", send)]), store_backend)
     gate_id, _ = only_question(await h.run({"to": "ann"}))
     asked = await h.resume({gate_id: {"decision": "approve"}})
     assert ran == [{}]  # the body does not see the gate's answer as its own
@@ -204,7 +205,7 @@ async def test_a_body_that_asks_after_its_gate_keeps_its_own_rerun_policy():
 
 
 @sync
-async def test_a_retried_gated_node_does_not_ask_again():
+async def test_a_retried_gated_node_does_not_ask_again(store_backend):
     attempts: list[Any] = []
 
     @approval_gate(message="Delete {record}?")
@@ -215,7 +216,7 @@ async def test_a_retried_gated_node_does_not_ask_again():
             raise RuntimeError("database unavailable")
         return {"deleted": node_input["record"]}
 
-    h = Harness(Workflow(name="wf", edges=[("START", delete)]))
+    h = Harness(Workflow(name="wf", edges=[("START", delete)]), store_backend)
     gate_id, _ = only_question(await h.run({"record": 7}))
     failed = await h.resume({gate_id: {"decision": "approve"}})
     assert failed.status == FAILED
@@ -226,7 +227,7 @@ async def test_a_retried_gated_node_does_not_ask_again():
 
 
 @sync
-async def test_retry_config_re_runs_the_body_not_the_question():
+async def test_retry_config_re_runs_the_body_not_the_question(store_backend):
     attempts: list[Any] = []
 
     @approval_gate(message="Go?")
@@ -237,7 +238,7 @@ async def test_retry_config_re_runs_the_body_not_the_question():
             raise RuntimeError("once")
         return "ok"
 
-    h = Harness(Workflow(name="wf", edges=[("START", flaky)]))
+    h = Harness(Workflow(name="wf", edges=[("START", flaky)]), store_backend)
     gate_id, _ = only_question(await h.run(1))
     done = await h.resume({gate_id: {"decision": "approve"}})
     assert done.status == COMPLETED
@@ -246,13 +247,13 @@ async def test_retry_config_re_runs_the_body_not_the_question():
 
 
 @sync
-async def test_each_item_of_a_gated_parallel_worker_asks():
+async def test_each_item_of_a_gated_parallel_worker_asks(store_backend):
     @approval_gate(message="Refund {amount}?")
     @node(name="refund", parallel_worker=True)
     def refund(node_input):
         return node_input["amount"]
 
-    h = Harness(Workflow(name="wf", edges=[("START", refund)]))
+    h = Harness(Workflow(name="wf", edges=[("START", refund)]), store_backend)
     asked = await h.run([{"amount": 1}, {"amount": 2}])
     assert sorted(r.message for r in asked.interrupts.values()) == ["Refund 1?", "Refund 2?"]
     answers = {
@@ -264,78 +265,13 @@ async def test_each_item_of_a_gated_parallel_worker_asks():
 
 
 @sync
-async def test_a_message_the_args_cannot_fill_fails_the_node_clearly():
+async def test_a_message_the_args_cannot_fill_fails_the_node_clearly(store_backend):
     @approval_gate(message="Refund {amount}?")
     @node(name="refund")
     def refund(node_input):
         return node_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", refund)]))
+    h = Harness(Workflow(name="wf", edges=[("START", refund)]), store_backend)
     failed = await h.run({"sum": 3})
     assert failed.status == FAILED
     assert "message 'Refund {amount}?' cannot be filled" in failed.error
-
-
-def test_a_gate_with_a_deadline_rejects_when_told_to():
-    @approval_gate(message="Go?", timeout=timedelta(hours=1), on_timeout="reject")
-    @node(name="go")
-    def go(node_input):
-        return node_input
-
-    request = go.gate.question("q", "go", {})
-    assert request.timeout == timedelta(hours=1)
-    assert isinstance(request.on_timeout, DefaultResponse)
-    assert request.on_timeout.response["decision"] == "reject"
-
-
-def test_a_quorum_gate_collects_approvals():
-    @approval_gate(message="Delete?", quorum=2, assignees=["group:admins"])
-    @node(name="delete")
-    def delete(node_input):
-        return node_input
-
-    request = delete.gate.question("q", "delete", {})
-    assert request.quorum == 2
-    assert "decisions" in request.response_schema["properties"]
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"quorum": 2, "allow_edit": True},
-        {"remember": ("forever",)},
-        {"args_schema": {"type": "nonsense"}},
-        {"assignees": ["finance"]},
-        {"on_timeout": {"decision": "perhaps"}},
-    ],
-)
-def test_a_gate_that_could_not_ask_is_refused_when_declared(options):
-    with pytest.raises(ValueError):
-        approval_gate(message="Go?", **options)
-
-
-def test_only_nodes_that_do_work_can_be_gated():
-    inner = Workflow(name="inner", edges=[("START", node(lambda: 1))])
-    with pytest.raises(GraphError):
-        approval_gate(message="Go?")(inner)
-
-
-def test_the_gates_of_a_workflow_include_those_its_nodes_declare_they_run():
-    @approval_gate(message="Pay?", remember=("always",))
-    @node(name="pay")
-    def pay(node_input):
-        return node_input
-
-    @approval_gate(message="Check?")
-    @node(name="check", parallel_worker=True)
-    def check(node_input):
-        return node_input
-
-    @node(name="agent", rerun_on_resume=True, runs=[pay])
-    async def agent(ctx, node_input):
-        return await ctx.run_node(pay, node_input)
-
-    inner = Workflow(name="inner", edges=[("START", check)])
-    found = gates_of(Workflow(name="wf", edges=[("START", agent, inner)]))
-    assert set(found) == {"pay", "check"}
-    assert found["pay"].remember == ("always",)

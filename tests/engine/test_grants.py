@@ -18,17 +18,10 @@ from workflows.engine import (
 )
 from workflows.engine.errors import UnknownGrantError
 
-from .helpers import (
-    COMPLETED,
-    WAITING,
-    CountingStore,
-    Harness,
-    grant_uses,
-    grants,
-    new_session,
-    new_store,
-    sync,
-)
+from .helpers import COMPLETED, WAITING, CountingStore, Harness, sync
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 PAY_ARGS = {
     "type": "object",
@@ -81,17 +74,17 @@ async def approve(h: Harness, result, **answer: Any):
 
 
 @sync
-async def test_an_invocation_grant_lets_later_dispatches_pass_and_records_each_use():
+async def test_an_invocation_grant_lets_later_dispatches_pass_and_records_each_use(store_backend):
     paid: list[Any] = []
-    h = Harness(payouts_workflow(paid))
+    h = Harness(payouts_workflow(paid), store_backend)
     first = await h.run(payouts(5, 6, 7))
     done = await approve(h, first, remember="invocation")
     assert done.status == COMPLETED
     assert done.output == {"paid": [5, 6, 7]}
-    (grant,) = (await grants(h.store)).values()
+    (grant,) = (await store_backend.grants(h.store)).values()
     assert (grant.workflow_name, grant.node_name) == ("payouts", "pay")
     assert (grant.scope, grant.scope_id) == (GrantScope.INVOCATION, first.invocation_id)
-    uses = await grant_uses(h.store)
+    uses = await store_backend.grant_uses(h.store)
     # The approving dispatch did not use its grant; the two later ones did, named.
     assert [(u.grant_id, u.path) for u in uses] == [
         (grant.id, "payouts@1/pay@2"),
@@ -103,23 +96,23 @@ async def test_an_invocation_grant_lets_later_dispatches_pass_and_records_each_u
 
 
 @sync
-async def test_the_approving_dispatch_does_not_use_up_its_own_grant():
+async def test_the_approving_dispatch_does_not_use_up_its_own_grant(store_backend):
     paid: list[Any] = []
-    h = Harness(payouts_workflow(paid))
+    h = Harness(payouts_workflow(paid), store_backend)
     first = await h.run(payouts(1, 2, 3))
     asked_again = await approve(h, first, remember="invocation", uses_left=1)
     assert paid == [1, 2]  # the second passed on the grant's one use
     _, request = question(asked_again)  # the third asks: the grant is used up
     assert request.payload["args"]["amount"] == 3
-    (grant,) = (await grants(h.store)).values()
+    (grant,) = (await store_backend.grants(h.store)).values()
     assert grant.uses_left == 0
-    assert len(await grant_uses(h.store)) == 1
+    assert len(await store_backend.grant_uses(h.store)) == 1
 
 
 @sync
-async def test_args_outside_the_pins_ask_again():
+async def test_args_outside_the_pins_ask_again(store_backend):
     paid: list[Any] = []
-    h = Harness(payouts_workflow(paid))
+    h = Harness(payouts_workflow(paid), store_backend)
     first = await h.run(payouts(5, 8, 50, 9))
     pins = {"properties": {"amount": {"maximum": 10}}}
     asked = await approve(h, first, remember="invocation", pins=pins)
@@ -131,11 +124,14 @@ async def test_args_outside_the_pins_ask_again():
 
 
 @sync
-async def test_a_session_grant_covers_the_session_and_nothing_else():
+async def test_a_session_grant_covers_the_session_and_nothing_else(store_backend):
     paid: list[Any] = []
     workflow = payouts_workflow(paid, remember=("session",))
-    h = Harness(workflow)
-    session, other = await new_session(h.store), await new_session(h.store)
+    h = Harness(workflow, store_backend)
+    session, other = (
+        await store_backend.new_session(h.store),
+        await store_backend.new_session(h.store),
+    )
     first = await h.runner.run(payouts(5), session_id=session)
     await h.check(await approve(h, first, remember="session"))
     same_session = await h.runner.run(payouts(6), session_id=session)
@@ -146,31 +142,32 @@ async def test_a_session_grant_covers_the_session_and_nothing_else():
 
 
 @sync
-async def test_an_always_grant_covers_every_invocation_of_the_same_gate_only():
+async def test_an_always_grant_covers_every_invocation_of_the_same_gate_only(store_backend):
     paid: list[Any] = []
-    store_h = Harness(payouts_workflow(paid, remember=("always",)))
+    store_h = Harness(payouts_workflow(paid, remember=("always",)), store_backend)
     await approve(store_h, await store_h.run(payouts(5)), remember="always")
     assert (await store_h.run(payouts(6))).status == COMPLETED
     # The same node name in another workflow is another gate.
-    other = Harness(payouts_workflow(paid, name="rebates", remember=("always",)), store_h.store)
+    rebates = payouts_workflow(paid, name="rebates", remember=("always",))
+    other = Harness(rebates, store_backend, store_h.store)
     question(await other.run(payouts(7)))
     assert paid == [5, 6]
 
 
 @sync
-async def test_a_grant_of_a_scope_the_gate_no_longer_allows_is_ignored():
-    h = Harness(payouts_workflow([], remember=("invocation",)))
+async def test_a_grant_of_a_scope_the_gate_no_longer_allows_is_ignored(store_backend):
+    h = Harness(payouts_workflow([], remember=("invocation",)), store_backend)
     await h.store.record_grant(
         GrantRecord(id="g-always", workflow_name="payouts", node_name="pay", scope="always")
     )
-    assert set(await grants(h.store)) == {"g-always"}
+    assert set(await store_backend.grants(h.store)) == {"g-always"}
     question(await h.run(payouts(5)))
-    assert await grant_uses(h.store) == []
+    assert await store_backend.grant_uses(h.store) == []
 
 
 @sync
-async def test_an_expired_grant_asks_and_ttl_sets_the_expiry():
-    h = Harness(payouts_workflow([], remember=("always",)))
+async def test_an_expired_grant_asks_and_ttl_sets_the_expiry(store_backend):
+    h = Harness(payouts_workflow([], remember=("always",)), store_backend)
     past = datetime.now(UTC) - timedelta(seconds=1)
     await h.store.record_grant(
         GrantRecord(
@@ -184,7 +181,7 @@ async def test_an_expired_grant_asks_and_ttl_sets_the_expiry():
     asked = await h.run(payouts(5))
     before = datetime.now(UTC)
     await approve(h, asked, remember="always", ttl_seconds=60)
-    made = [g for g in (await grants(h.store)).values() if g.id != "g-old"]
+    made = [g for g in (await store_backend.grants(h.store)).values() if g.id != "g-old"]
     (grant,) = made
     assert (
         before + timedelta(seconds=59)
@@ -194,11 +191,11 @@ async def test_an_expired_grant_asks_and_ttl_sets_the_expiry():
 
 
 @sync
-async def test_a_revoked_grant_asks_again():
+async def test_a_revoked_grant_asks_again(store_backend):
     paid: list[Any] = []
-    h = Harness(payouts_workflow(paid, remember=("always",)))
+    h = Harness(payouts_workflow(paid, remember=("always",)), store_backend)
     await approve(h, await h.run(payouts(5)), remember="always")
-    (grant,) = (await grants(h.store)).values()
+    (grant,) = (await store_backend.grants(h.store)).values()
     revoked = await h.store.revoke_grant(grant.id, datetime.now(UTC))
     assert revoked.revoked_at is not None
     again = await h.store.revoke_grant(grant.id, datetime.now(UTC) + timedelta(hours=1))
@@ -227,16 +224,16 @@ class RevokingStore:
 
 
 @sync
-async def test_a_grant_revoked_between_finding_and_using_it_asks_and_records_no_use():
+async def test_a_grant_revoked_between_finding_and_using_it_asks_and_records_no_use(store_backend):
     paid: list[Any] = []
     workflow = payouts_workflow(paid, remember=("always",))
-    h = Harness(workflow)
+    h = Harness(workflow, store_backend)
     await approve(h, await h.run(payouts(5)), remember="always")
-    racing = Harness(workflow, RevokingStore(h.store))
+    racing = Harness(workflow, store_backend, RevokingStore(h.store))
     _, request = question(await racing.run(payouts(6)))
     assert request.payload["args"]["amount"] == 6
     assert paid == [5]
-    assert await grant_uses(h.store) == []
+    assert await store_backend.grant_uses(h.store) == []
 
 
 @pytest.mark.parametrize(
@@ -251,26 +248,30 @@ async def test_a_grant_revoked_between_finding_and_using_it_asks_and_records_no_
     ],
 )
 @sync
-async def test_an_invalid_grant_is_refused_with_the_answer_and_nothing_is_stored(answer):
-    h = Harness(payouts_workflow([]))
+async def test_an_invalid_grant_is_refused_with_the_answer_and_nothing_is_stored(
+    answer, store_backend
+):
+    h = Harness(payouts_workflow([]), store_backend)
     interrupt_id, _ = question(await h.run(payouts(5)))
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError):
         await h.resume({interrupt_id: answer})
     assert await h.snapshot() == before
-    assert await grants(h.store) == {}
+    assert await store_backend.grants(h.store) == {}
 
 
 @sync
-async def test_passing_on_a_grant_costs_one_read_and_no_commit_more_than_an_ungated_node():
+async def test_passing_on_a_grant_costs_one_read_and_no_commit_more_than_an_ungated_node(
+    store_backend,
+):
     @node(name="pay")
     def ungated(node_input):
         return node_input
 
     gated = approval_gate(message="Pay?", remember=("always",))(ungated)
-    plain_store = CountingStore(new_store())
+    plain_store = CountingStore(store_backend.new_store())
     plain = await Runner(Workflow(name="payouts", edges=[("START", ungated)]), plain_store).run(1)
-    gated_store = CountingStore(new_store())
+    gated_store = CountingStore(store_backend.new_store())
     await gated_store.record_grant(
         GrantRecord(id="g-1", workflow_name="payouts", node_name="pay", scope="always")
     )
@@ -282,13 +283,15 @@ async def test_passing_on_a_grant_costs_one_read_and_no_commit_more_than_an_unga
 
 
 @sync
-async def test_the_narrowest_grant_is_used_first():
-    h = Harness(payouts_workflow([], remember=("invocation", "always")))
+async def test_the_narrowest_grant_is_used_first(store_backend):
+    h = Harness(payouts_workflow([], remember=("invocation", "always")), store_backend)
     asked = await h.run(payouts(7, 8))
     await h.store.record_grant(
         GrantRecord(id="g-always", workflow_name="payouts", node_name="pay", scope="always")
     )
     done = await approve(h, asked, remember="invocation")
     assert done.status == COMPLETED
-    (narrow,) = [g for g in (await grants(h.store)).values() if g.scope == "invocation"]
-    assert [u.grant_id for u in await grant_uses(h.store)] == [narrow.id]
+    (narrow,) = [
+        g for g in (await store_backend.grants(h.store)).values() if g.scope == "invocation"
+    ]
+    assert [u.grant_id for u in await store_backend.grant_uses(h.store)] == [narrow.id]

@@ -17,7 +17,7 @@ from .nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig, node
 from .runner import InvocationResult, Runner
 from .state import EffectRecord, GrantRecord, GrantUse, NodeRunState
 from .status import EffectStatus, GrantScope, InterruptStatus, NodeStatus
-from .store import InMemoryStore, Store
+from .store import InMemoryStore, OptionalStoreCapabilities, Store
 from .workflow import Workflow
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "NodeRunState",
     "NodeRunner",
     "NodeStatus",
+    "OptionalStoreCapabilities",
     "RequestInput",
     "ResponseValidationError",
     "RetryConfig",

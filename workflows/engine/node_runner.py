@@ -304,7 +304,8 @@ class NodeRunner:
         ctx.interrupt_ids.add(interrupt_id)
 
     async def _check_new_interrupts(self, ctx: Context) -> None:
-        """Fail the run on an id another node run holds; keep re-raised pending ids."""
+        """Fail the run on an id another node run holds, or on a quorum the store says its
+        assignees cannot reach; keep re-raised pending ids."""
         execution = ctx._execution
         fresh: list[RequestInput] = []
         unknown: list[str] = []
@@ -322,6 +323,10 @@ class NodeRunner:
             existing = await execution.store.load_interrupts(unknown)
             for interrupt_id, held in existing.items():
                 raise DuplicateInterruptError(interrupt_id, f"{held.path} of {held.invocation_id}")
+        quorums = [r for r in fresh if r.quorum > 1 and r.assignees]
+        check_assignees = getattr(execution.store, "check_assignees", None) if quorums else None
+        if check_assignees is not None:
+            await check_assignees(execution.invocation.id, quorums)
         ctx.requests = fresh
 
     def _record_outcome(self, ctx: Context) -> None:

@@ -157,8 +157,9 @@ class Runner:
 
         A store whose synchronous work blocks this loop offers `keep_alive(invocation_id,
         owner, ttl, on_lost)`, a context manager that renews from a thread of its own;
-        otherwise timers on this loop call `renew_lease`. The pass runs in this task (a
-        task of its own would cost trips through the loop): losing the lease cancels it."""
+        otherwise timers on this loop call `renew_lease` (both: OptionalStoreCapabilities).
+        The pass runs in this task (a task of its own would cost trips through the loop):
+        losing the lease cancels it."""
         keep_alive = getattr(self.store, "keep_alive", None)
         renew = getattr(self.store, "renew_lease", None)
         if keep_alive is None and renew is None:

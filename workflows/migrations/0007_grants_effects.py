@@ -10,7 +10,7 @@ import workflows.gate_models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0003_webhook_url_schemes"),
+        ("workflows", "0005_cancel_retry_rule"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,7 +1,8 @@
 """What the Django store keeps of agent actions: grants, their uses, and effects.
 
 Off the per-step path (a gate's grant lookup, an effect's start, a revocation), so the ORM
-is fine here. `apply` writes a batch's part in the batch's own transaction.
+is fine here. `apply` writes a batch's part in the batch's own transaction; `AgentActions`
+holds the store's methods for them.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from django.db import transaction
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
-from . import signals
-from .engine.errors import GrantUnavailableError, UnknownGrantError
-from .engine.state import EffectRecord, GrantRecord, WriteBatch
-from .engine.status import EffectStatus, GrantScope
-from .gate_models import Effect, Grant, GrantUse
+from .. import signals
+from ..engine.errors import GrantUnavailableError, UnknownGrantError
+from ..engine.state import EffectRecord, GrantRecord, WriteBatch
+from ..engine.status import EffectStatus, GrantScope
+from ..gate_models import Effect, Grant, GrantUse
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
 
@@ -156,7 +157,9 @@ def apply(batch: WriteBatch, using: str) -> None:
 
 def _create_grants(grants: list[GrantRecord], using: str) -> None:
     known = set(
-        Grant.objects.using(using).filter(pk__in=[g.id for g in grants]).values_list("pk", flat=True)
+        Grant.objects.using(using)
+        .filter(pk__in=[g.id for g in grants])
+        .values_list("pk", flat=True)
     )
     fresh = {g.id: g for g in grants if g.id not in known}  # once per answer
     Grant.objects.using(using).bulk_create([grant_row(g) for g in fresh.values()])
@@ -194,3 +197,36 @@ def _use_grants(batch: WriteBatch, using: str) -> None:
         signals.announce_grant(
             "grant.used", use.grant_id, using, invocation_id=use.invocation_id, path=use.path
         )
+
+
+class AgentActions:
+    """The grant and effect methods of the Store protocol, for DjangoStore (which gives
+    `using`, `dialect` and `_call`)."""
+
+    using: str
+    dialect: Any
+
+    async def _call(self, func: Any, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def find_grants_sync(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[GrantRecord]:
+        return find_grants(self.using, workflow_name, node_name, scopes, now)
+
+    def load_effects_sync(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return load_effects(self.using, self.dialect.pk(invocation_id), path)
+
+    async def find_grants(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[GrantRecord]:
+        return await self._call(self.find_grants_sync, workflow_name, node_name, list(scopes), now)
+
+    async def record_grant(self, grant: GrantRecord) -> None:
+        await self._call(record_grant, self.using, grant)
+
+    async def revoke_grant(self, grant_id: str, at: datetime) -> GrantRecord:
+        return await self._call(revoke_grant, self.using, grant_id, at)
+
+    async def load_effects(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return await self._call(self.load_effects_sync, invocation_id, path)
