@@ -221,3 +221,32 @@ def test_each_grant_action_is_announced_once_it_is_committed():
         ("grant.used", grant.pk, f"{REFUND}@1/refund@1", None),
         ("grant.revoked", grant.pk, "", ada.pk),
     ]
+
+
+def test_two_dispatches_racing_for_a_grants_last_use_one_passes():
+    """PostgreSQL, two connections at once: the grant's last use goes to one of them; the
+    other's write is refused (its gate then asks), and nothing of it is stored."""
+    from datetime import UTC, datetime
+
+    from tests.integration.test_concurrency import run_at_once
+    from tests.integration.worker import require_postgres
+    from workflows.engine.errors import GrantUnavailableError
+    from workflows.engine.state import GrantUse as Use
+    from workflows.engine.state import WriteBatch
+    from workflows.store import DjangoStore
+
+    require_postgres("two connections writing at once")
+    invocations = [services.start(REFUND, PROPOSAL) for _ in range(2)]
+    grant = Grant.objects.create(
+        workflow_name=REFUND, node_name="refund", scope="always", uses_left=1
+    )
+
+    def use(invocation):
+        use = Use(grant.pk, str(invocation.pk), f"{REFUND}@1/refund@1", datetime.now(UTC))
+        return DjangoStore().commit_sync(WriteBatch(str(invocation.pk), grant_uses=[use]))
+
+    results, errors = run_at_once([lambda i=i: use(i) for i in invocations])
+    assert len(results) == 1 and [type(e) for e in errors] == [GrantUnavailableError]
+    grant.refresh_from_db()
+    assert grant.uses_left == 0
+    assert GrantUse.objects.count() == 1
