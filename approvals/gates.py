@@ -64,7 +64,7 @@ class GateForm(forms.Form):
         super().__init__(data)
         schema = interrupt.response_schema or {}
         properties = schema.get("properties") or {}
-        self.proposal = interrupt.payload.get("args")
+        self.proposal = (interrupt.payload or {}).get("args")
         self.allow_edit = EDIT in (properties.get("decision") or {}).get("enum", [])
         self.args_form: SchemaForm | None = None
         if self.allow_edit:
