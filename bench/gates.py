@@ -33,35 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import machine  # noqa: E402
+from bench.common import CountingStore, machine  # noqa: E402
 
 DATABASE_URL = os.environ.get(
     "HITL_BENCH_GATES_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench_gates"
 )
 NODES = 50
-COMMITS = ("commit", "commit_then_call", "commit_sync")
-
-
-class Counting:
-    """A store that counts the reads and the commits it is asked for."""
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self.reads = 0
-        self.commits = 0
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._store, name)
-        if name in COMMITS:
-
-            def counted(*args: Any, **kwargs: Any) -> Any:
-                self.commits += 1
-                return attribute(*args, **kwargs)
-
-            return counted
-        if name.startswith(("load_", "find_")):
-            self.reads += 1
-        return attribute
 
 
 def chains() -> dict[str, Any]:
@@ -117,7 +94,7 @@ async def measure(new_store: Any, repeat: int) -> dict[str, tuple[float, float, 
             await grant_all(store, workflow)
         samples, reads, commits = [], 0.0, 0.0
         for round_number in range(repeat + 1):
-            counting = Counting(store)
+            counting = CountingStore(store)
             runner = Runner(workflow, store=counting)
             started = time.perf_counter()
             result = await runner.run(0)

@@ -5,7 +5,7 @@ services; the rule (who may) is `policy.GranterPolicy`, asked by every one of th
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import jsonschema
@@ -70,12 +70,13 @@ def create_grant(
     scope_id: str = "",
     pins: dict[str, Any] | None = None,
     ttl_seconds: int | None = None,
+    expires_at: datetime | None = None,
     uses_left: int | None = None,
 ) -> Grant:
     """Make a grant apart from any decision (needs `workflows.add_grant`): later
     dispatches of the gate `node_name` of `workflow_name` in the scope pass without
-    asking. PermissionDenied or InvalidGrantError (naming the field) before anything is
-    stored."""
+    asking, until `expires_at` (or `ttl_seconds` from now). PermissionDenied or
+    InvalidGrantError (naming the field) before anything is stored."""
     refusal = grant_policy().refusal_to_grant(actor, None)
     if refusal:
         raise PermissionDenied(refusal)
@@ -88,13 +89,19 @@ def create_grant(
         ):
             raise InvalidGrantError(field, "must be a whole number of at least 1")
     now = timezone.now()
+    if ttl_seconds is not None and expires_at is not None:
+        raise InvalidGrantError("expires_at", "give ttl_seconds or expires_at, not both")
+    if expires_at is not None and expires_at <= now:
+        raise InvalidGrantError("expires_at", "must be in the future")
+    if ttl_seconds:
+        expires_at = now + timedelta(seconds=ttl_seconds)
     grant = Grant.objects.create(
         workflow_name=workflow_name,
         node_name=node_name,
         scope=scope,
         scope_id=scope_id if scope != GrantScope.ALWAYS else "",
         pins=pins or None,
-        expires_at=now + timedelta(seconds=ttl_seconds) if ttl_seconds else None,
+        expires_at=expires_at,
         uses_left=uses_left,
         granted_by=actor,
         created_at=now,

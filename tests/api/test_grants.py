@@ -64,11 +64,23 @@ def test_posting_a_grant_needs_add_grant_and_a_gate_that_allows_its_scope(client
     assert error_of(
         client_for(boss).post("/api/grants/", {**body, "scope": "forever"}, format="json")
     )[:2] == (400, "invalid_request")
+    assert error_of(
+        client_for(boss).post(
+            "/api/grants/", {**body, "expires_at": "2001-01-01T00:00:00Z"}, format="json"
+        )
+    ) == (400, "invalid_grant", "expires_at")
     made = client_for(boss).post(
-        "/api/grants/", {**body, "pins": {"properties": {"amount": {"maximum": 50}}}}, format="json"
+        "/api/grants/",
+        {
+            **body,
+            "pins": {"properties": {"amount": {"maximum": 50}}},
+            "expires_at": "2999-01-01T00:00:00Z",
+        },
+        format="json",
     )
     assert made.status_code == 201, made.json()
     assert made.json()["pins"] == {"properties": {"amount": {"maximum": 50}}}
+    assert made.json()["expires_at"].startswith("2999-01-01")
     assert Grant.objects.get().granted_by == boss
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
+from bench.common import CountingStore  # noqa: F401  # the tests count reads and commits too
 from workflows.engine import (
     FunctionResponse,
     InMemoryStore,
@@ -133,30 +134,6 @@ class Harness:
 
     async def snapshot(self) -> Any:
         return await self.backend.snapshot(self.store)
-
-
-class CountingStore:
-    """A store that counts the commits and the reads it is asked for."""
-
-    COMMITS = ("commit", "commit_then_call", "commit_sync")
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self.commits = 0
-        self.reads = 0
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._store, name)
-        if name in self.COMMITS:
-
-            def counted(*args: Any, **kwargs: Any) -> Any:
-                self.commits += 1
-                return attribute(*args, **kwargs)
-
-            return counted
-        if name.startswith(("load_", "find_")):
-            self.reads += 1
-        return attribute
 
 
 def statuses(result: InvocationResult) -> dict[str, NodeStatus]:

@@ -240,7 +240,6 @@ async def test_a_grant_revoked_between_finding_and_using_it_asks_and_records_no_
     "answer",
     [
         {"decision": "approve", "remember": "always"},  # not one of the gate's scopes
-        {"decision": "reject", "remember": "invocation"},  # a rejection grants nothing
         {"decision": "approve", "remember": "invocation", "pins": {"type": "nope"}},
         {"decision": "approve", "pins": {"properties": {}}},  # pins without remember
         {"decision": "approve", "remember": "invocation", "uses_left": 0},
@@ -280,6 +279,16 @@ async def test_passing_on_a_grant_costs_one_read_and_no_commit_more_than_an_unga
     assert (plain.status, passed.status) == (COMPLETED, COMPLETED)
     assert gated_store.reads == plain_store.reads + 1
     assert gated_store.commits == plain_store.commits
+
+
+@sync
+async def test_a_rejection_remembers_nothing(store_backend):
+    h = Harness(payouts_workflow([]), store_backend)
+    interrupt_id, _ = question(await h.run(payouts(5)))
+    answer = {"decision": "reject", "reason": "no", "remember": "invocation"}
+    rejected = await h.resume({interrupt_id: answer})
+    assert rejected.node_runs["payouts@1/pay@1"].output == {"rejected": True, "reason": "no"}
+    assert await store_backend.grants(h.store) == {}
 
 
 @sync

@@ -11,6 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from workflows.engine import Workflow, approval_gate, node
+from workflows.engine.status import InterruptStatus
+from workflows.models import Interrupt
 from workflows.registry import registry
 
 REFUND = "hitl_test_refund"
@@ -89,3 +91,8 @@ WORKFLOWS = [
 for workflow in WORKFLOWS:
     if workflow.name not in {d.name for d in registry.definitions()}:
         registry.register(workflow)
+
+
+def pending(invocation: Any) -> Interrupt:
+    """The question an invocation of these workflows waits on."""
+    return Interrupt.objects.get(invocation=invocation, status=InterruptStatus.PENDING)

@@ -7,28 +7,27 @@ The database is read before and after each browser session, never during one (Pl
 sync API runs an event loop in this thread while the browser is open)."""
 
 import pytest
-from django.contrib.auth.models import Group
 
 from tests.approvals.conftest import decision_url
-from tests.factories import ApproverFactory
-from tests.gates.gated import REFUND
+from tests.gates.gated import REFUND, pending
 from tests.workflows.test_admin_browser import SCREENSHOTS
 from workflows import services
-from workflows.engine.status import InterruptStatus, NodeStatus
-from workflows.models import Decision, Interrupt, Invocation
+from workflows.engine.status import NodeStatus
+from workflows.models import Decision, Invocation
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def supporter():
-    user = ApproverFactory(username="sue")
-    user.groups.add(Group.objects.get_or_create(name="support")[0])
-    return user
+def question_url(live_server, invocation) -> str:
+    """Where the question the invocation waits on is decided (read before the browser
+    opens: the database is not read while it is open)."""
+    return live_server.url + decision_url(pending(invocation))
 
 
-def pending(invocation) -> Interrupt:
-    return Interrupt.objects.get(invocation=invocation, status=InterruptStatus.PENDING)
+def decision_page(login, url):
+    page = login("sue")
+    page.goto(url)
+    return page
 
 
 def test_a_supporter_edits_the_proposed_args_sees_the_difference_and_approves(
@@ -37,10 +36,9 @@ def test_a_supporter_edits_the_proposed_args_sees_the_difference_and_approves(
     supporter,
 ):
     invocation = services.start(REFUND, {"amount": 40, "customer": "ann"})
-    url = live_server.url + decision_url(pending(invocation))
+    url = question_url(live_server, invocation)
     with chromium() as login:
-        page = login("sue")
-        page.goto(url)
+        page = decision_page(login, url)
         assert page.inner_text("h1") == "Refund 40 to ann?"
         assert page.input_value("#id_args-amount") == "40"
         assert page.is_hidden("#gate-diff")  # nothing changed yet
@@ -65,10 +63,9 @@ def test_a_rejection_with_a_reason_brings_the_revised_proposal(
     supporter,
 ):
     invocation = services.start(REFUND, {"amount": 900, "customer": "ann"})
-    url = live_server.url + decision_url(pending(invocation))
+    url = question_url(live_server, invocation)
     with chromium() as login:
-        page = login("sue")
-        page.goto(url)
+        page = decision_page(login, url)
         page.fill("#id_reason", "over the limit for this customer")
         page.click("#reject")
         page.wait_for_load_state()

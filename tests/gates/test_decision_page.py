@@ -4,27 +4,15 @@ a form prefilled with the proposal, approve, approve an edit, reject with a reas
 import re
 
 import pytest
-from django.contrib.auth.models import Group
 
 from tests.approvals.conftest import decision_url
 from tests.factories import ApproverFactory
-from tests.gates.gated import DELETE, REFUND
+from tests.gates.gated import DELETE, REFUND, pending
 from workflows import services
 from workflows.engine.status import InterruptStatus, NodeStatus
-from workflows.models import Decision, Interrupt, Invocation
+from workflows.models import Decision, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def supporter():
-    user = ApproverFactory(username="sue")
-    user.groups.add(Group.objects.get_or_create(name="support")[0])
-    return user
-
-
-def pending(invocation) -> Interrupt:
-    return Interrupt.objects.get(invocation=invocation, status=InterruptStatus.PENDING)
 
 
 def field_value(page: str, name: str) -> str:

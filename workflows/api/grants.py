@@ -75,6 +75,7 @@ class GrantRequestSerializer(serializers.Serializer):
     )
     pins = AnyJSON(required=False, allow_null=True, help_text="A JSON Schema the args satisfy.")
     ttl_seconds = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
     uses_left = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
 

@@ -24,7 +24,7 @@ from .errors import GraphError
 from .events import FAIL_ON_TIMEOUT, DefaultResponse, RequestInput
 from .nodes import BaseNode, JoinNode, ParallelWorker, as_node
 from .questions import gate_question_id
-from .schema import check_schema, validate_response
+from .schema import check_schema, to_json_schema, validate_response
 from .state import GrantRecord, GrantUse
 from .status import GrantScope
 
@@ -64,7 +64,7 @@ class Gate:
     def response_schema(self) -> dict[str, Any]:
         """The JSON Schema every answer is validated against where answers are accepted:
         an edit only when edits are allowed, its args against `args_schema`, `remember`
-        one of the allowed scopes and never with a rejection, pins a JSON Schema."""
+        one of the allowed scopes (a rejection remembers nothing), pins a JSON Schema."""
         decisions = [APPROVE, REJECT, *([EDIT] if self.allow_edit else [])]
         properties: dict[str, Any] = {
             "decision": {"type": "string", "enum": decisions, "title": "Decision"},
@@ -86,7 +86,6 @@ class Gate:
                 ttl_seconds={"type": "integer", "minimum": 1},
                 uses_left={"type": "integer", "minimum": 1},
             )
-            rules.append(_when_decision(REJECT, {"not": {"required": ["remember"]}}))
             schema["dependentRequired"] = {
                 "pins": ["remember"],
                 "ttl_seconds": ["remember"],
@@ -159,7 +158,7 @@ def approval_gate(
     "reject" or an answer to apply at the deadline."""
     gate = Gate(
         message=message,
-        args_schema=args_schema,
+        args_schema=to_json_schema(args_schema),
         assignees=tuple(assignees),
         allow_edit=allow_edit,
         remember=_scopes(remember),
@@ -237,7 +236,7 @@ class GatedNode(BaseNode):
             if not await self._passes_on_grant(ctx, node_input):
                 yield self.gate.question(question_id, self.name, node_input)
                 return
-        elif answer.get("decision") == REJECT:
+        elif answer.get("decision") == REJECT:  # remembers nothing, whatever it says
             ctx.route = REJECTED_ROUTE
             yield {"rejected": True, "reason": answer.get("reason", "")}
             return

@@ -25,37 +25,37 @@ from ..gate_models import Effect, Grant, GrantUse
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
 
 
+# What a grant's record and its row hold alike.
+GRANT_FIELDS = [
+    "workflow_name",
+    "node_name",
+    "scope_id",
+    "pins",
+    "expires_at",
+    "uses_left",
+    "revoked_at",
+]
+
+
 def grant_record(row: Grant) -> GrantRecord:
     return GrantRecord(
         id=row.pk,
-        workflow_name=row.workflow_name,
-        node_name=row.node_name,
         scope=GrantScope(row.scope),
-        scope_id=row.scope_id,
-        pins=row.pins,
-        expires_at=row.expires_at,
-        uses_left=row.uses_left,
         granted_by=row.granted_by_id,
-        revoked_at=row.revoked_at,
         created_at=row.created_at,
         interrupt_id=row.interrupt_id or None,
+        **{name: getattr(row, name) for name in GRANT_FIELDS},
     )
 
 
 def grant_row(record: GrantRecord) -> Grant:
     return Grant(
         id=record.id,
-        workflow_name=record.workflow_name,
-        node_name=record.node_name,
         scope=str(record.scope),
-        scope_id=record.scope_id,
-        pins=record.pins,
-        expires_at=record.expires_at,
-        uses_left=record.uses_left,
         granted_by_id=record.granted_by,
-        revoked_at=record.revoked_at,
         created_at=record.created_at or timezone.now(),
         interrupt_id=record.interrupt_id or "",
+        **{name: getattr(record, name) for name in GRANT_FIELDS},
     )
 
 
