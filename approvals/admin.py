@@ -41,7 +41,8 @@ from workflows.policy import (
 from workflows.registry import registry
 
 from . import display, passkeys
-from .forms import ApprovalForm, comment_of, form_for, is_approval
+from .forms import ApprovalForm, comment_of, is_approval
+from .gates import GateForm, decision_form
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval, inbox
 
@@ -240,13 +241,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         already = interrupt.decisions.filter(actor=request.user.pk).exists()
         form = None
         if pending and may_answer and not already:
-            form = form_for(interrupt.response_schema)
+            form = decision_form(interrupt)
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action not in ("decide", "challenge"):
                 return self._mark(request, interrupt, action)
             # Late, repeated or forbidden answers too: the service says why.
-            form = form_for(interrupt.response_schema, request.POST)
+            form = decision_form(interrupt, request.POST)
             if action == "challenge":  # what the passkey signs for this answer
                 return passkeys.decision_challenge(request, interrupt, form)
             if form.is_valid():
@@ -351,6 +352,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             ],
             "form": form,
             "is_approval": isinstance(form, ApprovalForm),
+            "is_gate": isinstance(form, GateForm),
+            "args": isinstance(form, GateForm) and display.render_value(form.proposal),
             "media": self.media + form.media if form is not None else self.media,
             "due": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),

@@ -261,9 +261,10 @@ class ApprovalForm(SchemaForm):
         return {"approved": self.cleaned_data["decision"] == self.APPROVE, **super().response()}
 
 
-def comment_of(form: SchemaForm) -> str:
-    """The comment that goes onto the Decision: an approval form's comment box, else none."""
-    return form.comment if isinstance(form, ApprovalForm) else ""
+def comment_of(form: forms.Form) -> str:
+    """The comment that goes onto the Decision: the comment box of an approval's or an
+    approval gate's form, else none."""
+    return str(getattr(form, "comment", ""))
 
 
 def form_for(schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> SchemaForm:

@@ -1,5 +1,6 @@
 """What every benchmark here shares: the percentile they report, the machine they ran on,
-and progress lines on stderr (the tables go to stdout)."""
+progress lines on stderr (the tables go to stdout), and a store that counts its reads and
+commits (the engine tests count them too)."""
 
 from __future__ import annotations
 
@@ -62,3 +63,27 @@ def postgres_version() -> str:
 
 def progress(message: str) -> None:
     print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+class CountingStore:
+    """A store that counts the commits and the reads it is asked for."""
+
+    COMMITS = ("commit", "commit_then_call", "commit_sync")
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.commits = 0
+        self.reads = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if name in self.COMMITS:
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.commits += 1
+                return attribute(*args, **kwargs)
+
+            return counted
+        if name.startswith(("load_", "find_")):
+            self.reads += 1
+        return attribute

@@ -8,12 +8,17 @@
   resumes just its item, and the result is published once every item is decided.
 - document_drafting: a review loop; a rejection sends the reviewer's comment back to the
   draft node, which runs again with a fresh run_id.
+- support_agent: an agent proposes tool calls for a support ticket, each behind an approval
+  gate: a refund (edits allowed, remembered within limits), an e-mail to the customer that
+  support may edit, a deletion of records that needs two approvers; a rejection's reason
+  goes back to the planner, which proposes again.
 """
 
+import hashlib
 from datetime import timedelta
 from typing import Any
 
-from workflows.engine import Context, JoinNode, RequestInput, Workflow, node
+from workflows.engine import Context, JoinNode, RequestInput, Workflow, approval_gate, node
 from workflows.registry import register
 
 APPROVAL_LIMIT = 100.0  # at or under: approved without asking
@@ -231,3 +236,151 @@ def document_drafting() -> Workflow:
         name="document_drafting",
         edges=[("START", draft, review, {"publish": publish, "revise": draft})],
     )
+
+
+# --- support_agent ----------------------------------------------------------------------------
+# An agent that works a support ticket by proposing tool calls (a scripted planner stands in
+# for a model). Each tool is gated: support approves, edits or rejects the call; a rejection's
+# reason goes back to the planner, which proposes again.
+
+SUPPORT = "group:support"
+MAX_AGENT_STEPS = 8
+REFUND_ARGS = {
+    "type": "object",
+    "properties": {
+        "order": {"type": "string", "title": "Order", "maxLength": 40},
+        "customer": {"type": "string", "title": "Customer", "maxLength": 100},
+        "amount": {"type": "number", "title": "Amount", "minimum": 0, "maximum": 500},
+    },
+    "required": ["order", "customer", "amount"],
+    "additionalProperties": False,
+}
+EMAIL_ARGS = {
+    "type": "object",
+    "properties": {
+        "to": {"type": "string", "format": "email", "title": "To"},
+        "subject": {"type": "string", "title": "Subject", "maxLength": 200},
+        "body": {"type": "string", "title": "Message"},
+    },
+    "required": ["to", "subject", "body"],
+    "additionalProperties": False,
+}
+
+
+def _reference(idempotency_key: str) -> str:
+    return hashlib.sha256(idempotency_key.encode()).hexdigest()[:10]
+
+
+def pay_back(order: str, amount: float, idempotency_key: str) -> dict:
+    """Stands in for a payment provider's refund call: one refund per idempotency key."""
+    return {"refund_id": f"rf-{_reference(idempotency_key)}", "amount": amount}
+
+
+def send_mail(to: str, subject: str, body: str, idempotency_key: str) -> dict:
+    """Stands in for a mail service: the key is the message id, so a resend is a no-op."""
+    return {"message_id": f"<{_reference(idempotency_key)}@support.example>"}
+
+
+def erase(record: str) -> dict:
+    return {"erased": record}
+
+
+@approval_gate(
+    message="Refund {amount} to {customer} for order {order}?",
+    args_schema=REFUND_ARGS,
+    assignees=[SUPPORT],
+    allow_edit=True,
+    remember=("invocation", "session", "always"),
+)
+@node(name="refund")
+async def refund(ctx: Context, node_input: dict) -> dict:
+    paid = await ctx.effect(
+        "payment", pay_back, node_input["order"], node_input["amount"], idempotent=True
+    )
+    return {"refunded": node_input["amount"], **paid}
+
+
+@approval_gate(
+    message="Send “{subject}” to {to}?",
+    args_schema=EMAIL_ARGS,
+    assignees=[SUPPORT],
+    allow_edit=True,
+)
+@node(name="email_customer")
+async def email_customer(ctx: Context, node_input: dict) -> dict:
+    return await ctx.effect("mail", send_mail, **node_input, idempotent=True)
+
+
+@approval_gate(message="Delete the records of {record}? ({why})", assignees=[MANAGERS], quorum=2)
+@node(name="delete_records")
+async def delete_records(ctx: Context, node_input: dict) -> dict:
+    return await ctx.effect("erase", erase, node_input["record"])  # asks if in doubt
+
+
+def propose(ticket: dict, history: list[dict]) -> dict | None:
+    """The scripted planner: the next tool call for the ticket, given what happened so far
+    (a rejected call's reason included), or None when the ticket is done."""
+    done = {step["tool"] for step in history if not step["result"].get("rejected")}
+    last = history[-1] if history else None
+    customer = ticket["customer"]
+    if ticket["issue"] == "damaged" and "refund" not in done:
+        amount = ticket["amount"]
+        if last and last["tool"] == "refund":  # rejected: a number in the reason, or half
+            reason = last["result"]["reason"]
+            numbers = [int(word) for word in reason.replace("$", " ").split() if word.isdigit()]
+            amount = numbers[0] if numbers else last["args"]["amount"] / 2
+        return {
+            "tool": "refund",
+            "args": {"order": ticket["order"], "customer": customer, "amount": amount},
+        }
+    if ticket["issue"] == "close_account" and not any(
+        s["tool"] == "delete_records" for s in history
+    ):
+        why = f"customer asked to close the account in ticket {ticket['id']}"
+        return {"tool": "delete_records", "args": {"record": customer, "why": why}}
+    if "email_customer" not in done:
+        body = _reply(ticket, history)
+        if last and last["tool"] == "email_customer":
+            body += f"\n\n(Revised: {last['result']['reason']})"
+        subject = f"About your ticket {ticket['id']}"
+        return {
+            "tool": "email_customer",
+            "args": {"to": ticket["email"], "subject": subject, "body": body},
+        }
+    return None
+
+
+def _reply(ticket: dict, history: list[dict]) -> str:
+    outcomes = {step["tool"]: step["result"] for step in history}
+    if "refunded" in outcomes.get("refund", {}):
+        return f"We refunded {outcomes['refund']['refunded']} for order {ticket['order']}."
+    deleted = outcomes.get("delete_records", {})
+    if deleted.get("rejected"):
+        return f"We could not close your account yet: {deleted['reason']}"
+    if deleted:
+        return "Your account is closed and its records are deleted."
+    return "Thank you for your message; we are looking into it."
+
+
+TOOLS = {"refund": refund, "email_customer": email_customer, "delete_records": delete_records}
+
+
+@node(name="agent", rerun_on_resume=True, runs=TOOLS.values())
+async def agent(ctx: Context, node_input: dict) -> Any:
+    """Works the ticket one tool call at a time. A call waiting for a person makes the agent
+    wait; when it is answered the agent runs again and earlier calls return what they did."""
+    history: list[dict] = []
+    for _ in range(MAX_AGENT_STEPS):
+        call = propose(node_input, history)
+        if call is None:
+            return {"ticket": node_input["id"], "steps": history}
+        result = await ctx.run_node(TOOLS[call["tool"]], call["args"])
+        if result is None:
+            return None
+        history.append({**call, "result": result})
+    raise RuntimeError(f"ticket {node_input['id']}: no end after {MAX_AGENT_STEPS} tool calls")
+
+
+@register
+def support_agent() -> Workflow:
+    return Workflow(name="support_agent", edges=[("START", agent)])

@@ -1,5 +1,5 @@
-"""The code in docs/engine.md and docs/concepts.md runs, in order, as a reader would
-paste it."""
+"""The code in docs/engine.md, docs/concepts.md and docs/gates.md runs, in order, as a
+reader would paste it."""
 
 import ast
 import asyncio
@@ -15,7 +15,9 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
-@pytest.mark.parametrize(("page", "at_least"), [("engine.md", 5), ("concepts.md", 3)])
+@pytest.mark.parametrize(
+    ("page", "at_least"), [("engine.md", 5), ("concepts.md", 3), ("gates.md", 6)]
+)
 def test_guide_samples_run(page: str, at_least: int) -> None:
     blocks = python_blocks((DOCS / page).read_text())
     assert len(blocks) >= at_least

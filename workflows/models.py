@@ -482,3 +482,7 @@ class Heartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
+
+
+# Agent actions (approval gates' grants, effects) have a module of their own.
+from .gate_models import Effect, Grant, GrantUse  # noqa: E402, F401

@@ -197,3 +197,45 @@ def control_refusal(user: Any, permission: str, invocation: Invocation) -> str:
         f"{user.get_username()} may not: has_perm({permission!r}, invocation) is False "
         f"(the system check workflows.E101 says why)"
     )
+
+
+ADD_GRANT_PERMISSION = "workflows.add_grant"
+CHANGE_GRANT_PERMISSION = "workflows.change_grant"
+
+
+class GranterPolicy:
+    """Who may make and revoke grants (remembered approvals of a gate).
+
+    Remembering an approval for its invocation or its session is part of approving (the
+    answer rule says who approves). Remembering it `always`, and making a grant apart from
+    any decision, need the model permission `workflows.add_grant`. Revoking needs
+    `workflows.change_grant`, or being the one who granted it."""
+
+    def refusal_to_grant(self, user: Any, scope: str | None) -> str:
+        """Why `user` may not make a grant of `scope` ("" when they may); `scope` None: a
+        grant made apart from any decision."""
+        refused = person_refusal(user)
+        if refused or (scope is not None and scope != "always"):
+            return refused
+        if not _holds(user, ADD_GRANT_PERMISSION):
+            what = "remember an approval always" if scope else "make a grant"
+            return f"{user.get_username()} lacks the permission {ADD_GRANT_PERMISSION} to {what}"
+        return ""
+
+    def refusal_to_revoke(self, user: Any, grant: Any) -> str:
+        refused = person_refusal(user)
+        if refused:
+            return refused
+        if grant.granted_by_id == user.pk or _holds(user, CHANGE_GRANT_PERMISSION):
+            return ""
+        return (
+            f"{user.get_username()} did not grant {grant.pk!r} and lacks the permission "
+            f"{CHANGE_GRANT_PERMISSION} to revoke it"
+        )
+
+    def may_revoke(self, user: Any, grant: Any) -> bool:
+        return not self.refusal_to_revoke(user, grant)
+
+
+def grant_policy() -> GranterPolicy:
+    return GranterPolicy()

@@ -34,8 +34,8 @@ from .engine.errors import (
     ResponseValidationError,
     UnknownInterruptError,
 )
-from .engine.events import FunctionResponse
-from .engine.schema import validate_response
+from .engine.events import FunctionResponse, approval_vote
+from .engine.schema import unwrap_response, validate_response
 from .engine.state import InterruptRecord
 from .engine.status import InterruptStatus
 from .engine.transitions import (
@@ -44,6 +44,7 @@ from .engine.transitions import (
     checked_input,
     retry_batch,
 )
+from .grants import require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .policy import (
     CANCEL_PERMISSION,
@@ -205,6 +206,8 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     interrupts = db.lock_for_answers_sync(ids)
     if actor is not None:
         _require_direct_answerer(actor, interrupts)
+        for response in responses:
+            require_granter(actor, response.id, unwrap_response(response.response))
     return _store_answers(db, responses, interrupts, actor)
 
 
@@ -335,7 +338,7 @@ def _node_name(interrupt: Interrupt) -> str:
 def _decision_summary(decision: Decision) -> dict[str, Any]:
     return {
         "actor": decision.actor.get_username(),
-        "approved": decision.response["approved"],
+        "approved": approval_vote(decision.response),
         "comment": decision.comment or decision.response.get("comment", ""),
         "at": decision.created_at.isoformat(),
     }
@@ -348,8 +351,8 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     latest = decisions[-1]
     if interrupt.quorum == 1:
         return latest.response
-    approvals = sum(d.response["approved"] is True for d in decisions)
-    if latest.response["approved"] is False or approvals >= interrupt.quorum:
+    approvals = sum(approval_vote(d.response) is True for d in decisions)
+    if approval_vote(latest.response) is False or approvals >= interrupt.quorum:
         return {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
     return None
 
@@ -360,7 +363,7 @@ def _checked_vote(interrupt: Interrupt, value: Any) -> Any:
     validate_response(interrupt.pk, interrupt.response_schema, value)
     if interrupt.quorum == 1:
         return value
-    if not isinstance(value, dict) or not isinstance(value.get("approved"), bool):
+    if approval_vote(value) is None:
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
         )
@@ -400,6 +403,7 @@ def decide(
     signed = None
     if interrupt.require_signature or assertion is not None:
         signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
+    require_granter(actor, interrupt.pk, value)
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )

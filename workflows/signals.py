@@ -5,9 +5,13 @@
 - invocation_finished(invocation_id, status): COMPLETED, FAILED or CANCELLED.
 - decision_recorded(decision_id, interrupt_id): a person decided (services.decide); sent
   with send_robust, so a failing receiver never undoes or hides the decision.
+- grant_changed(action, grant_id, invocation_id, path, actor_id): a grant was made
+  ("grant.created"), let a dispatch pass its gate ("grant.used", with the node run's
+  invocation and path) or was revoked ("grant.revoked").
 """
 
 from functools import partial
+from typing import Any
 
 from django.db import transaction
 from django.dispatch import Signal
@@ -18,6 +22,32 @@ interrupt_opened = Signal()
 interrupt_resolved = Signal()
 invocation_finished = Signal()
 decision_recorded = Signal()
+grant_changed = Signal()
+
+
+def announce_grant(
+    action: str,
+    grant_id: str,
+    using: str,
+    *,
+    actor_id: Any = None,
+    invocation_id: Any = None,
+    path: str = "",
+) -> None:
+    """Queue `grant_changed` for when the transaction that made the change commits: the one
+    place each grant action (grant.created, grant.used, grant.revoked) is reported."""
+    transaction.on_commit(
+        lambda: grant_changed.send_robust(
+            sender=WriteBatch,
+            action=action,
+            grant_id=grant_id,
+            invocation_id=None if invocation_id is None else str(invocation_id),
+            path=path,
+            actor_id=actor_id,
+        ),
+        using=using,
+        robust=True,
+    )
 
 
 def announce(batch: WriteBatch, using: str) -> None:

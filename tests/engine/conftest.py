@@ -11,8 +11,19 @@ from django.conf import settings
 from django.core import serializers
 from django.db import connections
 
-from workflows.models import Interrupt, Invocation, NodeRun, Session, SessionEvent
+from workflows.engine.state import GrantUse as GrantUseRecord
+from workflows.models import (
+    Effect,
+    Grant,
+    GrantUse,
+    Interrupt,
+    Invocation,
+    NodeRun,
+    Session,
+    SessionEvent,
+)
 from workflows.store import DjangoStore
+from workflows.store.actions import grant_record
 
 from .helpers import InMemoryBackend
 
@@ -34,10 +45,32 @@ class DatabaseBackend:
     async def snapshot(self, store: DjangoStore) -> str:
         def dump() -> str:
             models = [Session, Invocation, NodeRun, SessionEvent, Interrupt]
+            models += [Grant, GrantUse, Effect]
             rows = [row for model in models for row in model.objects.using(self.using).all()]
             return serializers.serialize("json", rows)
 
         return await sync_to_async(dump)()
+
+    async def grants(self, store: DjangoStore) -> dict[str, Any]:
+        def read() -> dict[str, Any]:
+            return {g.pk: grant_record(g) for g in Grant.objects.using(self.using).all()}
+
+        return await sync_to_async(read)()
+
+    async def new_session(self, store: DjangoStore) -> str:
+        def create() -> str:
+            return str(Session.objects.using(self.using).create().pk)
+
+        return await sync_to_async(create)()
+
+    async def grant_uses(self, store: DjangoStore) -> list[Any]:
+        def read() -> list[Any]:
+            uses = GrantUse.objects.using(self.using).order_by("used_at", "id")
+            return [
+                GrantUseRecord(u.grant_id, str(u.invocation_id), u.path, u.used_at) for u in uses
+            ]
+
+        return await sync_to_async(read)()
 
 
 BACKENDS = [

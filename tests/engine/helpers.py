@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
+from bench.common import CountingStore  # noqa: F401  # the tests count reads and commits too
 from workflows.engine import (
     FunctionResponse,
     InMemoryStore,
@@ -24,7 +26,7 @@ from workflows.engine import (
     Workflow,
 )
 from workflows.engine.rebuild import checkpoint_differences
-from workflows.engine.state import InterruptRecord
+from workflows.engine.state import GrantRecord, GrantUse, InterruptRecord
 
 WAITING = NodeStatus.WAITING
 COMPLETED = NodeStatus.COMPLETED
@@ -55,8 +57,20 @@ class InMemoryBackend:
                 },
                 "events": {i: [asdict(e) for e in events] for i, events in store.events.items()},
                 "interrupts": {i: asdict(r) for i, r in store.interrupts.items()},
+                "grants": {i: asdict(g) for i, g in store.grants.items()},
+                "grant_uses": [asdict(u) for u in store.grant_uses],
+                "effects": {k: asdict(e) for k, e in store.effects.items()},
             }
         )
+
+    async def grants(self, store: Any) -> dict[str, GrantRecord]:
+        return dict(store.grants)
+
+    async def new_session(self, store: Any) -> str:
+        return str(uuid.uuid4())
+
+    async def grant_uses(self, store: Any) -> list[GrantUse]:
+        return list(store.grant_uses)
 
 
 def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:

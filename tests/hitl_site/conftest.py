@@ -1,6 +1,6 @@
 """The demo project's tests run inside the library tests' project (tests/project) with what
 of the demo they need: its app installed (the seed_demo command), its urls (the front door)
-and its three workflows registered, for each test only."""
+and its workflows registered, for each test only."""
 
 from collections.abc import Iterator
 
@@ -19,7 +19,12 @@ def demo_project() -> Iterator[None]:
     from hitl_site import workflows as demo
 
     project_celery_app.set_current()
-    factories = (demo.expense_approval, demo.content_moderation, demo.document_drafting)
+    factories = (
+        demo.expense_approval,
+        demo.content_moderation,
+        demo.document_drafting,
+        demo.support_agent,
+    )
     with override_settings(
         INSTALLED_APPS=[*settings.INSTALLED_APPS, "hitl_site"], ROOT_URLCONF="hitl_site.urls"
     ):

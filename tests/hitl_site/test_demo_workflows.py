@@ -172,3 +172,75 @@ def test_a_rejected_draft_is_redrafted_with_a_fresh_run_id_until_approved():
     assert sorted(
         NodeRun.objects.filter(invocation=invocation, name="draft").values_list("run_id", flat=True)
     ) == [1, 2]
+
+
+# --- support_agent ----------------------------------------------------------------------------
+
+TICKET = {
+    "id": "T-1",
+    "issue": "damaged",
+    "customer": "Ada",
+    "email": "ada@example.com",
+    "order": "A-17",
+    "amount": 80,
+}
+
+
+def test_the_agents_rejected_refund_is_proposed_again_from_the_reason_then_mailed():
+    support = person("support")
+    invocation = services.start("support_agent", TICKET)
+    first = question(invocation, "refund")
+    assert first.message == "Refund 80 to Ada for order A-17?"
+    services.decide(first.pk, {"decision": "reject", "reason": "at most 40"}, actor=support)
+    second = question(invocation, "refund")
+    assert second.payload["args"] == {"order": "A-17", "customer": "Ada", "amount": 40}
+    services.decide(second.pk, {"decision": "approve"}, actor=support)
+    mail = question(invocation, "email_customer")
+    assert mail.payload["args"]["body"] == "We refunded 40 for order A-17."
+    edited = {**mail.payload["args"], "body": "We refunded 40. Sorry for the trouble!"}
+    services.decide(mail.pk, {"decision": "edit", "args": edited}, actor=support)
+    done = finished(invocation)
+    assert done.status == "COMPLETED"
+    steps = done.output["steps"]
+    assert [s["tool"] for s in steps] == ["refund", "refund", "email_customer"]
+    assert steps[0]["result"] == {"rejected": True, "reason": "at most 40"}
+    assert steps[1]["result"]["refund_id"].startswith("rf-")
+    assert {e.name: e.status for e in done.effects.all()} == {
+        "payment": "finished",
+        "mail": "finished",
+    }
+
+
+def test_a_standing_grant_with_an_amount_pin_lets_small_refunds_pass():
+    from workflows import grants
+
+    boss = ApproverFactory(is_superuser=True)
+    pins = {"properties": {"amount": {"maximum": 50}}}
+    grants.create_grant("support_agent", "refund", "always", actor=boss, pins=pins)
+    small = services.start("support_agent", {**TICKET, "amount": 30})
+    assert question(small, "email_customer")  # the refund passed; the mail asks
+    large = services.start("support_agent", TICKET)
+    assert question(large, "refund").payload["args"]["amount"] == 80
+
+
+def test_deleting_records_needs_two_managers_and_a_rejection_is_explained_to_the_customer():
+    ann, ben, support = person("managers"), person("managers"), person("support")
+    ticket = {"id": "T-2", "issue": "close_account", "customer": "Bob", "email": "b@example.com"}
+    invocation = services.start("support_agent", ticket)
+    deletion = question(invocation, "delete_records")
+    assert deletion.quorum == 2
+    with pytest.raises(PermissionDenied):
+        services.decide(deletion.pk, {"decision": "approve"}, actor=support)
+    services.decide(deletion.pk, {"decision": "approve"}, actor=ann)
+    services.decide(deletion.pk, {"decision": "approve"}, actor=ben)
+    mail = question(invocation, "email_customer")
+    assert mail.payload["args"]["body"] == "Your account is closed and its records are deleted."
+
+    refused = services.start("support_agent", {**ticket, "id": "T-3"})
+    services.decide(
+        question(refused, "delete_records").pk,
+        {"decision": "reject", "reason": "open invoices"},
+        actor=ann,
+    )
+    body = question(refused, "email_customer").payload["args"]["body"]
+    assert body == "We could not close your account yet: open invoices"

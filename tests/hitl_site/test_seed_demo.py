@@ -47,16 +47,25 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
+        ("support_agent", "WAITING"),  # the revised refund, after a rejection
+        ("support_agent", "WAITING"),  # the e-mail, the refund passed on the standing grant
+        ("support_agent", "WAITING"),  # the deletion, two approvers
     ]
     pending = Interrupt.objects.filter(status="pending")
-    assert pending.count() == 11
+    assert pending.count() == 14
     # Everything pending is each approver's to answer (admin already approved Linus's
     # finance question once, and the quorum needs a second person; nobody has voted on
     # Katherine's yet, so approver and approver2 can make its quorum of two).
-    assert inbox(approver).count() == inbox(approver2).count() == 11
+    assert inbox(approver).count() == inbox(approver2).count() == 14
     quorum = pending.filter(quorum=2).order_by("created_at")
-    assert [q.decisions.count() for q in quorum] == [1, 0]
-    assert f"{Invocation.objects.count()} invocations; 11 questions wait" in printed
+    assert [q.decisions.count() for q in quorum] == [1, 0, 0]
+    assert f"{Invocation.objects.count()} invocations; 14 questions wait" in printed
+    agent = sorted(q.message for q in pending.filter(workflow_name="support_agent"))
+    assert agent == [
+        "Delete the records of Linus? (customer asked to close the account in ticket T-103)",
+        "Refund 70 to Ada for order A-17?",
+        "Send “About your ticket T-102” to grace@example.com?",
+    ]
     # Deadlines count down in the inbox: the managers' and the moderators' questions.
     assert pending.filter(deadline__isnull=False).count() == 7
     # The seeded decisions carry their comment, as a person's decision does.
@@ -68,7 +77,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     }
 
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert Invocation.objects.count() == 9
+    assert Invocation.objects.count() == 12
 
 
 def test_the_front_door_leads_to_the_inbox(client):

@@ -13,7 +13,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from workflows.engine import DefaultResponse, RequestInput, Workflow, node
+from workflows.engine import DefaultResponse, RequestInput, Workflow, approval_gate, node
 from workflows.registry import register
 
 DECISION = {
@@ -110,3 +110,33 @@ def review(node_input: str) -> RequestInput:
 def reviews() -> Workflow:
     """One question per item of the input list, all open at once, each with a deadline."""
     return Workflow(name="reliability_reviews", edges=[("START", review)])
+
+
+def charge_card(journal: str, amount: int, idempotency_key: str) -> dict:
+    """The side effect: the journal shows each call and the key it was given."""
+    entry = {"node": "charge", "what": "charged", "key": idempotency_key, "pid": os.getpid()}
+    with open(journal, "a") as file:
+        file.write(json.dumps({**entry, "at": time.time()}) + "\n")
+    return {"charged": amount}
+
+
+@approval_gate(message="Charge {amount}?")
+@node(name="charge")
+def charge(node_input: dict, ctx: Any) -> dict:
+    """The gated node: its effect, then (the first time only) input["seconds"] of work
+    before the node's result is recorded, the window a test kills its worker in."""
+    journal = node_input["journal"]
+    first = not any(e["what"] == "after effect" for e in read_journal(journal))
+    result = ctx.effect_sync(
+        "card", charge_card, journal, node_input["amount"], idempotent=node_input["idempotent"]
+    )
+    note(journal, "charge", "after effect")
+    if first:
+        time.sleep(node_input["seconds"])
+    return result
+
+
+@register
+def gated_charge() -> Workflow:
+    """charge (gated; its charge is an effect)."""
+    return Workflow(name="reliability_gated_charge", edges=[("START", charge)])

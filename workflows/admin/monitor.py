@@ -35,6 +35,14 @@ def node_run_rows(node_runs: Iterable[NodeRun], now: datetime) -> list[dict[str,
     return rows
 
 
+def by_path(rows: Iterable[Any]) -> dict[str, list[Any]]:
+    """Rows of a node run (effects, grant uses) by the node run's path."""
+    grouped: dict[str, list[Any]] = {}
+    for row in rows:
+        grouped.setdefault(row.path, []).append(row)
+    return grouped
+
+
 def event_rows(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
     """Each event with its time and what it carried, as (label, text) pairs."""
     rows = []
@@ -107,8 +115,12 @@ def invocation_page(
         )
     rows = node_run_rows(node_runs, timezone.now())
     by_id = {interrupt.id: interrupt for interrupt in interrupts}
+    effects = by_path(invocation.effects.order_by("id"))
+    grant_uses = by_path(invocation.grant_uses.select_related("grant"))
     for row in rows:  # a waiting run links its questions, named by what they ask
         row["waits_for"] = [by_id[i] for i in row["run"].interrupt_ids or [] if i in by_id]
+        row["effects"] = effects.get(row["run"].path, [])
+        row["grant_uses"] = grant_uses.get(row["run"].path, [])
     return {
         "graph": monitor_graph(invocation, node_runs, pending),
         "statuses": [status.value for status in NodeStatus],

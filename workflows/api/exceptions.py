@@ -23,9 +23,11 @@ from ..registry import UnknownWorkflowError
 STATUS_BY_CODE: dict[str, int] = {
     "unknown_interrupt": status.HTTP_404_NOT_FOUND,
     "unknown_invocation": status.HTTP_404_NOT_FOUND,
+    "unknown_grant": status.HTTP_404_NOT_FOUND,
     "unknown_workflow": status.HTTP_400_BAD_REQUEST,
     "invalid_response": status.HTTP_400_BAD_REQUEST,
     "invalid_input": status.HTTP_400_BAD_REQUEST,
+    "invalid_grant": status.HTTP_400_BAD_REQUEST,
     "multiple_invocations": status.HTTP_400_BAD_REQUEST,
     "unencodable_value": status.HTTP_400_BAD_REQUEST,
     "interrupt_not_pending": status.HTTP_409_CONFLICT,
@@ -35,6 +37,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_invocation_state": status.HTTP_409_CONFLICT,
     "duplicate_interrupt": status.HTTP_409_CONFLICT,
     "definition_changed": status.HTTP_409_CONFLICT,
+    "grant_unavailable": status.HTTP_409_CONFLICT,
     "payload_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }

@@ -7,6 +7,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from .grants import GrantViewSet
 from .views import (
     FunctionResponseViewSet,
     InterruptViewSet,
@@ -22,6 +23,7 @@ router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("invocations", InvocationViewSet, basename="invocation")
 router.register("interrupts", InterruptViewSet, basename="interrupt")
 router.register("function-responses", FunctionResponseViewSet, basename="function-response")
+router.register("grants", GrantViewSet, basename="grant")
 
 urlpatterns = [
     *router.urls,

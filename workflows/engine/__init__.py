@@ -11,11 +11,12 @@ from .errors import (
     UnknownInterruptError,
 )
 from .events import DefaultResponse, Event, FunctionCall, FunctionResponse, RequestInput
+from .gates import approval_gate
 from .node_runner import NodeRunner
 from .nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig, node
 from .runner import InvocationResult, Runner
-from .state import NodeRunState
-from .status import InterruptStatus, NodeStatus
+from .state import EffectRecord, GrantRecord, GrantUse, NodeRunState
+from .status import EffectStatus, GrantScope, InterruptStatus, NodeStatus
 from .store import InMemoryStore, OptionalStoreCapabilities, Store
 from .workflow import Workflow
 
@@ -24,10 +25,15 @@ __all__ = [
     "BaseNode",
     "Context",
     "DefaultResponse",
+    "EffectRecord",
+    "EffectStatus",
     "Event",
     "FunctionCall",
     "FunctionNode",
     "FunctionResponse",
+    "GrantRecord",
+    "GrantScope",
+    "GrantUse",
     "InMemoryStore",
     "InterruptNotPendingError",
     "InterruptStatus",
@@ -45,5 +51,6 @@ __all__ = [
     "Store",
     "UnknownInterruptError",
     "Workflow",
+    "approval_gate",
     "node",
 ]

@@ -10,10 +10,19 @@ from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import GraphError
+from . import effects
+from .errors import GrantUnavailableError, GraphError
 from .events import Event, RequestInput
 from .nodes import run_inline
-from .state import NOT_LOADED, InterruptRecord, InvocationRecord, NodeRunState, WriteBatch
+from .state import (
+    NOT_LOADED,
+    EffectRecord,
+    GrantUse,
+    InterruptRecord,
+    InvocationRecord,
+    NodeRunState,
+    WriteBatch,
+)
 from .status import NodeStatus
 from .stepping import complete
 
@@ -78,6 +87,10 @@ class Execution:
         self.run_sync = getattr(store, "run_sync", None) or run_inline
         self.batch = self._new_batch()
         self._flush_lock = asyncio.Lock()
+        # Effect records by node-run path, read once per pass and kept current.
+        self.effects: dict[str, dict[str, EffectRecord]] = {}
+        # Grant uses a store refused (the grant was no longer live): their gates ask.
+        self.refused_grant_uses: list[GrantUse] = []
         for path, state in (node_runs or {}).items():
             self._index(path, state)
         self.node_runs.update(node_runs or {})
@@ -157,11 +170,7 @@ class Execution:
         """Commit the pending transitions; return what the store's commit returns."""
         await self._siblings_first()
         async with self._flush_lock:
-            batch = self._take_batch()
-            if not batch:
-                return False
-            assert self.store is not None, "only an execution with a store makes transitions"
-            more: bool = await complete(self.store.commit(batch))
+            more: bool = (await self._commit_pending(self.store.commit if self.store else None))[1]
             return more
 
     async def flush_then_call(
@@ -175,10 +184,64 @@ class Execution:
             return await self.run_sync(func, *args, **kwargs)
         await self._siblings_first()
         async with self._flush_lock:
-            batch = self._take_batch()
-            if batch:
-                return await complete(combined(batch, func, args, kwargs))
+            committed, result = await self._commit_pending(
+                lambda batch: combined(batch, func, args, kwargs)
+            )
+            if committed:
+                return result
         return await self.run_sync(func, *args, **kwargs)
+
+    async def _commit_pending(
+        self, commit: Callable[[WriteBatch], Coroutine[Any, Any, Any]] | None
+    ) -> tuple[bool, Any]:
+        """Commit the pending batch with `commit` (under the flush lock): (False, False)
+        when there is nothing to commit, else (True, what it returned). A grant the store
+        finds no longer live is taken out of the batch, with its uses (their gates ask),
+        and the rest committed."""
+        while True:
+            batch = self._take_batch()
+            if not batch or commit is None:
+                return False, False
+            try:
+                return True, await complete(commit(batch))
+            except GrantUnavailableError as refused:
+                uses = batch.grant_uses
+                self.refused_grant_uses += [u for u in uses if u.grant_id == refused.grant_id]
+                batch.grant_uses = [u for u in uses if u.grant_id != refused.grant_id]
+                self.batch.put_back(batch)
+
+    async def commit_effect(self, record: EffectRecord) -> None:
+        """Durably record `record` (an effect starting), with the effect records waiting
+        for the next commit: in a write of their own, apart from node-run transitions."""
+        if self.store is None:
+            return
+        async with self._flush_lock:
+            await complete(self.store.commit(self._effect_batch(record)))
+
+    def commit_effect_sync(self, record: EffectRecord) -> None:
+        """`commit_effect` from synchronous node code, in the thread the store runs it in."""
+        if self.store is None:
+            return
+        commit_sync = getattr(self.store, "commit_sync", None)
+        if commit_sync is None:
+            raise TypeError(
+                f"{type(self.store).__name__} has no commit_sync: use `await ctx.effect(...)` "
+                "in an async node"
+            )
+        commit_sync(self._effect_batch(record))
+
+    def _effect_batch(self, record: EffectRecord) -> WriteBatch:
+        pending, self.batch.effects = self.batch.effects, []
+        return WriteBatch(
+            self.invocation.id, lease_owner=self.lease_owner, effects=[*pending, record]
+        )
+
+    def keep_effect(self, record: EffectRecord, *, durable: bool = False) -> None:
+        """Note the effect's current record; unless `durable` (committed already), it is
+        written with the next commit."""
+        self.effects.setdefault(record.path, {})[record.name] = record
+        if not durable:
+            self.batch.effects.append(record)
 
     async def _siblings_first(self) -> None:
         if self.parallel_runs:
@@ -233,6 +296,11 @@ class Context:
         self.requests: list[RequestInput] = []  # interrupts raised by this execution
         self.recorded_call_ids: set[str] = set()  # raised by a yielded Event already written
         self._dynamic_run_ids: dict[str, int] = defaultdict(int)
+        # Answers to the run's own questions (its gate, its effects in doubt): kept apart
+        # from `resume_inputs`, which holds the answers to what its body asked.
+        self.own_answers: dict[str, Any] = {}
+        self.may_have_effects = False  # ran before: effect records may exist
+        self.effect_names: set[str] = set()  # effects of this execution, by name
 
     @property
     def invocation_id(self) -> str:
@@ -264,6 +332,38 @@ class Context:
     @property
     def is_resuming(self) -> bool:
         return bool(self.resume_inputs)
+
+    async def effect(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        idempotent: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Perform a side effect once: record that it started, call `fn(*args, **kwargs)`
+        (with `idempotency_key=f"{ctx.idempotency_key}:{name}"` when `fn` accepts it), record
+        its result, both durably, and return the result.
+
+        When the node runs again, a finished effect returns its stored result without
+        calling `fn`. One that started and never finished (a crash in between) is in doubt:
+        with `idempotent=True` it is called again with the same key; otherwise the node asks
+        a person whether it happened (`{"happened": bool, "result": ...}`) and goes on from
+        the answer. `fn` raising records the effect failed; a re-run calls it again."""
+        return await effects.perform(self, name, fn, args, kwargs, idempotent)
+
+    def effect_sync(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        idempotent: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """`effect` for synchronous node bodies (`fn` is a plain function)."""
+        return effects.perform_sync(self, name, fn, args, kwargs, idempotent)
 
     async def run_node(self, node: Any, node_input: Any = None) -> Any:
         """Run `node` as a dynamic child and return its output.

@@ -224,3 +224,29 @@ class NodeTimeoutError(WorkflowError):
     """A node body ran longer than its `timeout`."""
 
     code = "node_timeout"
+
+
+class GrantUnavailableError(WorkflowError):
+    """A grant a dispatch was about to pass on was revoked, expired or used up meanwhile
+    (the gate then asks)."""
+
+    code = "grant_unavailable"
+
+    def __init__(self, grant_id: str):
+        self.grant_id = grant_id
+        super().__init__(f"grant {grant_id!r} is no longer live")
+
+
+class UnknownGrantError(WorkflowError, LookupError):
+    code = "unknown_grant"
+
+    def __init__(self, grant_id: Any):
+        self.grant_id = grant_id
+        super().__init__(f"unknown grant {grant_id!r}")
+
+
+class InvalidGrantError(FieldError):
+    """A grant asked for with values it cannot have (an unknown gate, a scope the gate
+    does not allow, pins that are not a JSON Schema...)."""
+
+    code = "invalid_grant"

@@ -57,8 +57,12 @@ def approval_schema_problem(schema: Any, quorum: int) -> str | None:
         return None
     schema = to_json_schema(schema)
     properties = (schema or {}).get("properties") or {}
-    if (properties.get("approved") or {}).get("type") != "boolean":
-        return "a quorum above 1 needs a response_schema with a boolean 'approved' property"
+    votes = {"approve", "reject"} <= set((properties.get("decision") or {}).get("enum") or ())
+    if (properties.get("approved") or {}).get("type") != "boolean" and not votes:
+        return (
+            "a quorum above 1 needs a response_schema with a boolean 'approved' property "
+            "(or an approval gate's 'decision')"
+        )
     if "decisions" in (schema.get("required") or []):
         return "'decisions' is added by the approval service; it cannot be required"
     if schema.get("additionalProperties") is False and "decisions" not in properties:
@@ -67,6 +71,18 @@ def approval_schema_problem(schema: Any, quorum: int) -> str | None:
             "property (an array) or allow additional properties"
         )
     return None
+
+
+def approval_vote(response: Any) -> bool | None:
+    """What a quorum vote says: True approves, False rejects, None is no vote. Its boolean
+    `approved`, or an approval gate's `decision` (an edit approves)."""
+    if not isinstance(response, dict):
+        return None
+    approved = response.get("approved")
+    if isinstance(approved, bool):
+        return approved
+    decision = response.get("decision")
+    return {"approve": True, "edit": True, "reject": False}.get(decision) if decision else None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from .errors import (
 )
 from .events import DefaultResponse, Event, FunctionCall, RequestInput
 from .nodes import BaseNode
+from .questions import QuestionRaised, own_answers
 from .schema import check_schema, to_json_schema
 from .state import NOT_LOADED, InterruptRecord, NodeRunState
 from .status import InterruptStatus, NodeStatus
@@ -89,7 +90,12 @@ class NodeRunner:
         prior_route = prior.route if prior else None
 
         ctx = Context(execution, node, path, run_id, parent, attempt)
-        ctx.resume_inputs = resume_inputs
+        # Answers to the run's own questions (gate, effects in doubt) are not its body's.
+        ctx.own_answers = own_answers(ctx.idempotency_key, resume_inputs)
+        ctx.resume_inputs = {i: v for i, v in resume_inputs.items() if i not in ctx.own_answers}
+        ctx.may_have_effects = prior is not None and prior.status != NodeStatus.PENDING
+        # An answer to one of them, new to this run, always lets the node go on.
+        goes_on = bool(ctx.own_answers.keys() - (prior.resume_inputs if prior else {}).keys())
         execution.consume(path, resume_inputs)
 
         def save(status: NodeStatus, error: str | None = None, detail: str | None = None) -> None:
@@ -118,15 +124,15 @@ class NodeRunner:
                 ),
             )
 
-        if resume_inputs and not node.rerun_on_resume:
+        if ctx.resume_inputs and not node.rerun_on_resume and not goes_on:
             ctx.route = prior_route
             ctx.interrupt_ids = carried_ids
             if carried_ids:
                 ctx.output = self.prior_output
                 save(NodeStatus.WAITING)
                 return ctx
-            values = list(resume_inputs.values())
-            ctx.output = values[0] if len(values) == 1 else resume_inputs
+            values = list(ctx.resume_inputs.values())
+            ctx.output = values[0] if len(values) == 1 else dict(ctx.resume_inputs)
             save(NodeStatus.COMPLETED)
             self._record_outcome(ctx)
             return ctx
@@ -134,7 +140,7 @@ class NodeRunner:
         while True:
             ctx.output, ctx.route = self.prior_output, prior_route
             ctx.interrupt_ids = set(carried_ids)
-            ctx.requests, ctx.recorded_call_ids = [], set()
+            ctx.requests, ctx.recorded_call_ids, ctx.effect_names = [], set(), set()
             save(NodeStatus.RUNNING)
             # Committed before the body starts (with its first step, when the store can).
             ctx.checkpoint_due = node.checkpoint_before_run
@@ -221,6 +227,12 @@ class NodeRunner:
             check_text(str(ctx.route), f"the route of node {name!r}", MAX_ROUTE_LENGTH)
 
     async def _execute(self, ctx: Context, node_input: Any) -> None:
+        try:
+            await self._emit(ctx, node_input)
+        except QuestionRaised as asked:  # the body cannot go on before this is answered
+            self._interrupt(ctx, asked.request)
+
+    async def _emit(self, ctx: Context, node_input: Any) -> None:
         outputs = 0
         async for item in self.node.emit(ctx, node_input):
             if isinstance(item, RequestInput):

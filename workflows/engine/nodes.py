@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
@@ -112,6 +112,9 @@ class BaseNode:
     checkpoint_before_run: bool = True
     # The output is a child run's output, checked and encoded when the child produced it.
     outputs_a_childs_output: bool = False
+    # Nodes the body may run with `ctx.run_node`, declared so that what looks for a
+    # workflow's nodes finds them too (the approval gates that grants are made for).
+    runs: tuple[BaseNode, ...] = ()
 
     def __init__(
         self,
@@ -160,8 +163,10 @@ class FunctionNode(BaseNode):
         rerun_on_resume: bool = False,
         retry: RetryConfig | None = None,
         timeout: float | None = None,
+        runs: Iterable[Any] = (),
     ) -> None:
         self.func = func
+        self.runs = tuple(as_node(child) for child in runs)
         super().__init__(
             name or getattr(func, "__name__", None),
             rerun_on_resume=rerun_on_resume,
@@ -269,6 +274,7 @@ def node(
     parallel_worker: bool = False,
     retry: RetryConfig | None = None,
     timeout: float | None = None,
+    runs: Iterable[Any] = (),
 ) -> Callable[[Callable[..., Any]], BaseNode]: ...
 def node(
     func: Callable[..., Any] | None = None,
@@ -279,13 +285,15 @@ def node(
     parallel_worker: bool = False,
     retry: RetryConfig | None = None,
     timeout: float | None = None,
+    runs: Iterable[Any] = (),
 ) -> Any:
     """Make a function a node: `@node` or `@node(name=..., rerun_on_resume=..., ...)`.
-    `timeout`: seconds one execution may take before the node fails."""
+    `timeout`: seconds one execution may take before the node fails. `runs`: the nodes
+    its body may run with `ctx.run_node` (declared, they count among the workflow's)."""
 
     def wrap(f: Callable[..., Any]) -> BaseNode:
         function_node = FunctionNode(
-            f, name, rerun_on_resume=rerun_on_resume, retry=retry, timeout=timeout
+            f, name, rerun_on_resume=rerun_on_resume, retry=retry, timeout=timeout, runs=runs
         )
         return ParallelWorker(function_node) if parallel_worker else function_node
 

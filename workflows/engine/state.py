@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .events import Event, RequestInput
-from .status import InterruptStatus, NodeStatus
+from .status import EffectStatus, GrantScope, InterruptStatus, NodeStatus
 
 
 class _NotLoaded:
@@ -120,6 +120,61 @@ class Resolution:
 
 
 @dataclass
+class GrantRecord:
+    """A remembered approval: later dispatches of the gate (`workflow_name`, `node_name`)
+    in its scope whose args satisfy `pins` (a JSON Schema) pass without asking, while it
+    is live: not revoked, not expired, uses left (None: unlimited)."""
+
+    id: str
+    workflow_name: str
+    node_name: str
+    scope: GrantScope
+    scope_id: str = ""  # the invocation id, the session id, or "" for always
+    pins: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    uses_left: int | None = None
+    granted_by: Any = None  # the actor who approved (None: the system)
+    revoked_at: datetime | None = None
+    created_at: datetime | None = None
+    interrupt_id: str | None = None  # the question whose answer granted it
+
+    def is_live(self, now: datetime) -> bool:
+        return (
+            self.revoked_at is None
+            and (self.expires_at is None or self.expires_at > now)
+            and (self.uses_left is None or self.uses_left > 0)
+        )
+
+
+@dataclass
+class GrantUse:
+    """A dispatch that passed its gate on a grant: which grant, which node run, when.
+    Applying it takes one of the grant's uses; a store refuses it (GrantUnavailableError)
+    when the grant is no longer live then."""
+
+    grant_id: str
+    invocation_id: str
+    path: str
+    at: datetime
+
+
+@dataclass
+class EffectRecord:
+    """One named side effect of a node run, keyed by (invocation, path, name)."""
+
+    invocation_id: str
+    path: str
+    name: str
+    key: str  # the idempotency key the function is given
+    status: EffectStatus = EffectStatus.STARTED
+    result: Any = None
+    error: str | None = None
+    attempts: int = 1  # calls of the function so far
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass
 class WriteBatch:
     """One atomic write: a store commits all of it in one transaction, or none of it."""
 
@@ -138,6 +193,11 @@ class WriteBatch:
     lease_owner: str | None = None
     # The run's last write: the store gives the lease back in the same transaction.
     release_lease: bool = False
+    # Effect records to write (insert or replace, by invocation, path and name).
+    effects: list[EffectRecord] = field(default_factory=list)
+    # Grants to create (a grant whose id exists already is left as it is).
+    new_grants: list[GrantRecord] = field(default_factory=list)
+    grant_uses: list[GrantUse] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -149,4 +209,22 @@ class WriteBatch:
             or self.consumed
             or self.deferred
             or self.release_lease
+            or self.effects
+            or self.new_grants
+            or self.grant_uses
         )
+
+    def put_back(self, taken: WriteBatch) -> None:
+        """Merge into this batch an earlier one taken for a commit that failed, so its
+        writes are made by the next commit (what this batch holds is newer)."""
+        self.invocation = self.invocation or taken.invocation
+        self.node_runs = {**taken.node_runs, **self.node_runs}
+        self.events[:0] = taken.events
+        self.new_interrupts[:0] = taken.new_interrupts
+        self.resolutions[:0] = taken.resolutions
+        self.consumed |= taken.consumed
+        self.deferred |= taken.deferred
+        self.effects[:0] = taken.effects
+        self.new_grants[:0] = taken.new_grants
+        self.grant_uses[:0] = taken.grant_uses
+        self.release_lease = self.release_lease or taken.release_lease

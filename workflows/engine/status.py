@@ -26,3 +26,23 @@ class InterruptStatus(StrEnum):
     RESOLVED = "resolved"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+
+
+class GrantScope(StrEnum):
+    """How far a remembered approval reaches: this invocation, its session, or every
+    later dispatch of the same gate."""
+
+    INVOCATION = "invocation"
+    SESSION = "session"
+    ALWAYS = "always"
+
+
+class EffectStatus(StrEnum):
+    """An effect's record: started (durably, before its function is called), finished
+    (its result stored), failed (its function raised), in_doubt (started, never finished,
+    and a person is asked whether it happened)."""
+
+    STARTED = "started"
+    FINISHED = "finished"
+    FAILED = "failed"
+    IN_DOUBT = "in_doubt"

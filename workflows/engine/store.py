@@ -5,19 +5,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any, Protocol
 
 from .errors import (
     DuplicateInterruptError,
+    GrantUnavailableError,
     InterruptNotPendingError,
     InvocationCancelledError,
     InvocationFinishedError,
     InvocationNotFoundError,
     LeaseLostError,
+    UnknownGrantError,
 )
 from .events import Event, RequestInput
 from .state import (
     Checkpoint,
+    EffectRecord,
+    GrantRecord,
+    GrantUse,
     InterruptRecord,
     InvocationRecord,
     NodeRunState,
@@ -46,9 +52,11 @@ class Store(Protocol):
         """Apply the batch atomically. Raise InterruptNotPendingError when a resolution
         finds its interrupt no longer pending, DuplicateInterruptError when a new interrupt
         id exists, InvocationCancelledError when the invocation was cancelled meanwhile,
-        LeaseLostError when `batch.lease_owner` no longer holds the lease; in each case
-        nothing of the batch is applied. With `batch.release_lease`, give the lease back
-        and return whether work remains (as `release_lease` does); else return False."""
+        LeaseLostError when `batch.lease_owner` no longer holds the lease,
+        GrantUnavailableError when a grant use finds its grant no longer live (at the
+        use's time); in each case nothing of the batch is applied. With
+        `batch.release_lease`, give the lease back and return whether work remains (as
+        `release_lease` does); else return False."""
 
     async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         """Take the invocation's execution lease and return its checkpoint; None when
@@ -57,6 +65,23 @@ class Store(Protocol):
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
         answers no pass has seen (they arrived while this run held the lease)."""
+
+    # -- grants and effects (agent actions) ----------------------------------------------
+    async def find_grants(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: datetime
+    ) -> list[GrantRecord]:
+        """The gate's grants live at `now` in any of these (scope, scope_id) pairs, oldest
+        first (one read; the engine checks their pins)."""
+
+    async def record_grant(self, grant: GrantRecord) -> None:
+        """Store a grant made outside a run (one whose id exists is left as it is)."""
+
+    async def revoke_grant(self, grant_id: str, at: datetime) -> GrantRecord:
+        """Mark the grant revoked at `at` (kept as it is when revoked already) and return
+        it; UnknownGrantError when there is none."""
+
+    async def load_effects(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        """{name: record} of the effects of the node run at `path`."""
 
 
 class OptionalStoreCapabilities(Protocol):
@@ -104,6 +129,16 @@ class OptionalStoreCapabilities(Protocol):
         to the store's thread; func's result. Without it the engine commits, then calls
         `run_sync`."""
 
+    def commit_sync(self, batch: WriteBatch, *, savepoint: bool = True) -> bool:
+        """`commit`, called from synchronous node code in the thread the store runs it in
+        (`ctx.effect_sync` records an effect's start with it); inside a caller's
+        transaction, as a savepoint unless `savepoint` is False (a store without
+        transactions has nothing to do with it). Without it `effect_sync` raises
+        TypeError: an async node uses `await ctx.effect(...)`."""
+
+    def load_effects_sync(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        """`load_effects` from synchronous node code, as `commit_sync`."""
+
 
 def copy_node_run(state: NodeRunState) -> NodeRunState:
     """A copy of `state` sharing no set or dict with it."""
@@ -146,6 +181,9 @@ class InMemoryStore:
         self._open_interrupts: dict[str, set[str]] = {}
         self._leases: dict[str, tuple[str, float]] = {}  # owner, expiry (monotonic)
         self._lease_ttls: dict[str, float] = {}
+        self.grants: dict[str, GrantRecord] = {}
+        self.grant_uses: list[GrantUse] = []
+        self.effects: dict[tuple[str, str, str], EffectRecord] = {}  # (invocation, path, name)
 
     async def load_checkpoint(self, invocation_id: str) -> Checkpoint | None:
         invocation = self.invocations.get(invocation_id)
@@ -166,8 +204,15 @@ class InMemoryStore:
         return list(self.events.get(invocation_id, ()))
 
     async def commit(self, batch: WriteBatch) -> bool:
+        return self.commit_sync(batch)
+
+    def commit_sync(self, batch: WriteBatch, *, savepoint: bool = True) -> bool:
         invocation_id = batch.invocation_id
         check_batch(batch, self.invocations.get(invocation_id), self.interrupts)
+        for use in batch.grant_uses:
+            grant = self.grants.get(use.grant_id)
+            if grant is None or not grant.is_live(use.at):
+                raise GrantUnavailableError(use.grant_id)
         if batch.lease_owner is not None:
             holder = self._leases.get(invocation_id)
             if holder is not None and holder[0] != batch.lease_owner:
@@ -204,9 +249,21 @@ class InMemoryStore:
             answered = self.interrupts.get(interrupt_id)
             if answered is not None and answered.holds_answer:
                 answered.deferred = True
+        self._apply_agent_actions(batch)
         if batch.release_lease and batch.lease_owner is not None:
-            return await self.release_lease(invocation_id, batch.lease_owner)
+            return self._release_lease(invocation_id, batch.lease_owner)
         return False
+
+    def _apply_agent_actions(self, batch: WriteBatch) -> None:
+        for effect in batch.effects:
+            self.effects[effect.invocation_id, effect.path, effect.name] = copied(effect)
+        for grant in batch.new_grants:
+            self.grants.setdefault(grant.id, copied(grant))
+        for use in batch.grant_uses:
+            grant = self.grants[use.grant_id]
+            if grant.uses_left is not None:
+                grant.uses_left -= 1
+            self.grant_uses.append(copied(use))
 
     async def acquire_lease(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
         if invocation_id not in self.invocations:
@@ -227,6 +284,9 @@ class InMemoryStore:
         return True
 
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
+        return self._release_lease(invocation_id, owner)
+
+    def _release_lease(self, invocation_id: str, owner: str) -> bool:
         if self._leases.get(invocation_id, (None,))[0] == owner:
             del self._leases[invocation_id]
         if self.invocations[invocation_id].status.is_final:
@@ -234,3 +294,37 @@ class InMemoryStore:
         return any(
             self.interrupts[i].awaits_pass for i in self._open_interrupts.get(invocation_id, ())
         )
+
+    async def find_grants(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: datetime
+    ) -> list[GrantRecord]:
+        wanted = set(scopes)
+        return [
+            copied(grant)
+            for grant in self.grants.values()
+            if grant.workflow_name == workflow_name
+            and grant.node_name == node_name
+            and (grant.scope, grant.scope_id) in wanted
+            and grant.is_live(now)
+        ]
+
+    async def record_grant(self, grant: GrantRecord) -> None:
+        self.grants.setdefault(grant.id, copied(grant))
+
+    async def revoke_grant(self, grant_id: str, at: datetime) -> GrantRecord:
+        grant = self.grants.get(grant_id)
+        if grant is None:
+            raise UnknownGrantError(grant_id)
+        if grant.revoked_at is None:
+            grant.revoked_at = at
+        return copied(grant)
+
+    async def load_effects(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return self.load_effects_sync(invocation_id, path)
+
+    def load_effects_sync(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return {
+            name: copied(effect)
+            for (invocation, at_path, name), effect in self.effects.items()
+            if invocation == invocation_id and at_path == path
+        }

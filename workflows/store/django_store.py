@@ -40,7 +40,9 @@ from ..engine.state import Checkpoint, InterruptRecord, InvocationRecord, WriteB
 from ..engine.status import NodeStatus
 from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
 from ..policy import unreachable_quorum
+from . import actions
 from . import statements as sql
+from .actions import AgentActions
 from .dialect import Checked, Dialect
 from .rows import (
     EVENT_COLUMNS,
@@ -67,8 +69,8 @@ def dialect_for(using: str) -> Dialect:
     return import_string(path)(using) if path else Dialect(using)
 
 
-class DjangoStore:
-    """Store on the ORM (database alias `using`)."""
+class DjangoStore(AgentActions):
+    """Store on the ORM (database alias `using`); grants and effects: `AgentActions`."""
 
     def __init__(
         self, using: str = "default", lease_seconds: float = 60.0, *, inline: bool = False
@@ -222,6 +224,7 @@ class DjangoStore:
             statements.append((query, params, lambda c: waiting.append(bool(c.fetchall()))))
         with transaction.atomic(using=self.using, savepoint=savepoint):
             self.dialect.run_checked(statements, in_one_trip=pipelined)
+            actions.apply(batch, self.using)
             signals.announce(batch, self.using)
         return waiting[0] if waiting else None
 
@@ -329,7 +332,8 @@ class DjangoStore:
             sql.take_lease(pk, owner, expiry, clock), self._checkpoint_reads(invocation_id, True)
         )
         if taken is not None:
-            return checkpoint_from(*taken, True)
+            invocation_row, runs, interrupts = taken
+            return checkpoint_from(invocation_row, runs, interrupts, True)
         if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
             raise InvocationNotFoundError(invocation_id)
         return None

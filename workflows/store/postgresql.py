@@ -21,6 +21,7 @@ from django.db import connections
 from ..conf import hitl_settings
 from ..engine.state import WriteBatch
 from ..models import NodeRun, SessionEvent
+from .actions import has_actions
 from .dialect import Checked, Dialect
 from .rows import EVENT_COLUMNS, NODE_RUN_COLUMNS, event_values, node_run_values
 from .statements import (
@@ -50,8 +51,14 @@ def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
 
 
 def _is_step(batch: WriteBatch) -> bool:
-    """A node-run transition of a leased execution: no interrupt rows to create or close."""
-    return batch.lease_owner is not None and not batch.resolutions and not batch.new_interrupts
+    """A node-run transition of a leased execution: no interrupt rows to create or close,
+    no grants or effects to write."""
+    return (
+        batch.lease_owner is not None
+        and not batch.resolutions
+        and not batch.new_interrupts
+        and not has_actions(batch)
+    )
 
 
 def _fits_one_statement(batch: WriteBatch) -> bool:

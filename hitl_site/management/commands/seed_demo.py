@@ -1,4 +1,4 @@
-"""Demo data for `make demo`: three logins and invocations of the three demo workflows, some
+"""Demo data for `make demo`: three logins and invocations of the demo workflows, some
 waiting for an answer, some answered, so the inbox and the monitor have something to show.
 
 A command of the demo project, not of the reusable app: it creates users with known
@@ -12,8 +12,8 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS
-from workflows import services
+from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
+from workflows import grants, services
 from workflows.models import Interrupt, Invocation
 
 # username, password, superuser. Two staff approvers, so a quorum of two can be tried with
@@ -23,7 +23,7 @@ LOGINS = [
     ("approver2", "approver2", False),
     ("admin", "admin", True),
 ]
-GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS)]
+GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS, SUPPORT)]
 # What a staff approver needs besides its groups: the inbox and the monitor, read-only.
 APPROVER_PERMISSIONS = [
     "workflows.answer_interrupt",
@@ -46,6 +46,29 @@ POSTS = [
     "Photos from the team offsite",
     "Does anyone have the slides from Friday?",
 ]
+# Support tickets the agent works: a refund over the standing grant's limit (rejected once,
+# with a reason, so its revised proposal waits), a small refund that passes on the grant
+# (its e-mail to the customer waits, editable), an account closure (two approvers).
+TICKETS = [
+    {
+        "id": "T-101",
+        "issue": "damaged",
+        "customer": "Ada",
+        "email": "ada@example.com",
+        "order": "A-17",
+        "amount": 80,
+    },
+    {
+        "id": "T-102",
+        "issue": "damaged",
+        "customer": "Grace",
+        "email": "grace@example.com",
+        "order": "G-3",
+        "amount": 30,
+    },
+    {"id": "T-103", "issue": "close_account", "customer": "Linus", "email": "linus@example.com"},
+]
+REFUND_PIN = {"properties": {"amount": {"maximum": 50}}}  # refunds up to 50 pass
 DOCUMENTS = [
     {"title": "Supplier contract", "brief": "terms for the new supplier"},
     {"title": "Holiday policy", "brief": "how leave is requested and approved"},
@@ -77,8 +100,8 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
                 "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
-                "approvers, not superusers; groups managers, finance, moderators, editors) and "
-                "admin / admin (superuser)."
+                "approvers, not superusers; groups managers, finance, moderators, editors, "
+                "support) and admin / admin (superuser)."
             )
         )
 
@@ -119,6 +142,12 @@ class Command(BaseCommand):
         revised = services.start("document_drafting", DOCUMENTS[0], user=admin)
         services.start("document_drafting", DOCUMENTS[1], user=admin)
         self.decide(revised, "review", {"approved": False}, admin, "add the termination clause")
+
+        grants.create_grant("support_agent", "refund", "always", actor=admin, pins=REFUND_PIN)
+        tickets = [services.start("support_agent", ticket, user=admin) for ticket in TICKETS]
+        refund = tickets[0].interrupts.get(status="pending")
+        reason = "at most 70 without a photo of the damage"
+        services.decide(refund.id, {"decision": "reject", "reason": reason}, actor=admin)
 
     @staticmethod
     def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:

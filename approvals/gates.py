@@ -1,0 +1,169 @@
+"""The decision on an approval gate's question, as a person reads it: the proposed action's
+args as a form prefilled with the proposal (when the gate allows edits), a reason, and
+whether to remember the approval; Approve (with the edits, if any) or Reject.
+
+`GateForm.response()` is the gate's answer: `{"decision": "approve" | "edit" | "reject",
+"args", "reason", "remember", "pins", "ttl_seconds", "uses_left"}`; services.decide
+validates it against the gate's response schema and the grant rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from workflows.engine.questions import is_gate_question
+from workflows.models import Interrupt
+
+from .forms import SchemaForm, form_for
+
+APPROVE, REJECT, EDIT = "approve", "reject", "edit"
+SCOPE_LABELS = {
+    "invocation": "for the rest of this run",
+    "session": "for this session (its other runs too)",
+    "always": "always (needs the permission to grant standing approvals)",
+}
+ARGS_PREFIX = "args"
+
+
+def is_gate(interrupt: Interrupt) -> bool:
+    payload = interrupt.payload
+    return (
+        is_gate_question(interrupt.pk)
+        and isinstance(payload, dict)
+        and "args" in payload
+        and "decision" in ((interrupt.response_schema or {}).get("properties") or {})
+    )
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+class GateForm(forms.Form):
+    """Approve or Reject (the submit button's `decision`) a proposed action; with edits
+    allowed, its args are fields prefilled with the proposal, and an approval whose args
+    differ from the proposal is an edit."""
+
+    reason = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Why; a rejection's reason goes back to who proposed the action.",
+    )
+    decision = forms.ChoiceField(
+        choices=[(APPROVE, "Approve"), (REJECT, "Reject")], widget=forms.HiddenInput
+    )
+
+    def __init__(self, interrupt: Interrupt, data: Any = None) -> None:
+        super().__init__(data)
+        schema = interrupt.response_schema or {}
+        properties = schema.get("properties") or {}
+        self.proposal = (interrupt.payload or {}).get("args")
+        self.allow_edit = EDIT in (properties.get("decision") or {}).get("enum", [])
+        self.args_form: SchemaForm | None = None
+        if self.allow_edit:
+            self.args_form = SchemaForm(properties.get("args") or {}, data, prefix=ARGS_PREFIX)
+            self._prefill(self.args_form)
+        scopes = (properties.get("remember") or {}).get("enum") or []
+        if scopes:
+            self.fields["remember"] = forms.ChoiceField(
+                required=False,
+                label="Remember this approval",
+                choices=[("", "no, ask next time"), *((s, SCOPE_LABELS.get(s, s)) for s in scopes)],
+            )
+            self.fields["pins"] = forms.CharField(
+                required=False,
+                label="Only for args like",
+                widget=forms.Textarea(attrs={"rows": 2}),
+                help_text='A JSON Schema later args must satisfy, e.g. {"properties": '
+                '{"amount": {"maximum": 100}}}; empty: any args.',
+            )
+            self.fields["ttl_seconds"] = forms.IntegerField(
+                required=False, min_value=1, label="For (seconds)", help_text="Empty: no expiry."
+            )
+            self.fields["uses_left"] = forms.IntegerField(
+                required=False, min_value=1, label="At most (uses)", help_text="Empty: no limit."
+            )
+
+    def _prefill(self, args_form: SchemaForm) -> None:
+        for name, path in args_form.paths.items():
+            value = _at(self.proposal, path) if args_form.is_object else self.proposal
+            field = args_form.fields[name]
+            if isinstance(field, forms.TypedChoiceField | forms.TypedMultipleChoiceField):
+                value = json.dumps(value) if value is not None else None
+            args_form.initial[name] = value
+        if not args_form.is_object:
+            args_form.initial[next(iter(args_form.fields))] = self.proposal
+
+    @property
+    def proposal_json(self) -> str:
+        return json.dumps(self.proposal)
+
+    @property
+    def media(self) -> forms.Media:
+        media = forms.Media(js=["approvals/gate.js"]) + super().media
+        return media + self.args_form.media if self.args_form is not None else media
+
+    def clean_pins(self) -> Any:
+        text = self.cleaned_data.get("pins") or ""
+        if not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"not JSON: {exc}") from None
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        if self.cleaned_data.get("decision") == REJECT or self.args_form is None:
+            return valid
+        return self.args_form.is_valid() and valid
+
+    @property
+    def comment(self) -> str:
+        return self.cleaned_data.get("reason") or ""
+
+    def response(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        answer: dict[str, Any] = {"decision": data["decision"]}
+        if data.get("reason"):
+            answer["reason"] = data["reason"]
+        if data["decision"] == REJECT:
+            return answer
+        if self.args_form is not None:
+            args = self.args_form.response()
+            if args != self.proposal:
+                answer.update(decision=EDIT, args=args)
+        if data.get("remember"):
+            answer["remember"] = data["remember"]
+            for name in ("pins", "ttl_seconds", "uses_left"):
+                if data.get(name) not in (None, ""):
+                    answer[name] = data[name]
+        return answer
+
+    def add_validation_error(self, error: Any) -> None:
+        """Show a schema error on the field it names: an arg's on the args form."""
+        field = error.field or ""
+        if field.startswith("args.") and self.args_form is not None:
+            moved = type(error)(error.interrupt_id, field[len("args.") :], error.message)
+            self.args_form.add_validation_error(moved)
+        elif field == "args" and self.args_form is not None:
+            self.args_form.add_error(None, error.message)
+        elif field in self.fields:
+            self.add_error(field, error.message)
+        else:
+            self.add_error(None, f"{field}: {error.message}")
+
+
+def decision_form(interrupt: Interrupt, data: Any = None) -> forms.Form:
+    """The decision form of an interrupt: an approval gate's own, else the one its
+    response schema describes."""
+    if is_gate(interrupt):
+        return GateForm(interrupt, data)
+    return form_for(interrupt.response_schema, data)

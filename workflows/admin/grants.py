@@ -1,0 +1,111 @@
+"""Grants (remembered approvals of a gate): a read-only list and page with the uses that
+passed on each, and a "revoke" action that goes through workflows.grants, asking the rule
+(`policy.GranterPolicy`) for each selected grant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .. import grants
+from ..gate_models import Grant, GrantUse
+from ..policy import ANSWER_PERMISSION, CHANGE_GRANT_PERMISSION
+from .base import ReadOnlyAdmin
+
+
+class LiveFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "Live"), ("ended", "Revoked, expired or used up")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Grant]) -> QuerySet[Grant]:
+        if self.value() == "live":
+            return grants.live(queryset)
+        if self.value() == "ended":
+            return queryset.exclude(pk__in=grants.live(queryset).values("pk"))
+        return queryset
+
+
+class GrantUseInline(admin.TabularInline):
+    model = GrantUse
+    fields = ["used_at", "invocation", "path"]
+    readonly_fields = ["used_at", "invocation", "path"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Grant)
+class GrantAdmin(ReadOnlyAdmin):
+    list_display = [
+        "node_name",
+        "workflow_name",
+        "scope",
+        "scope_id",
+        "pins",
+        "uses_left",
+        "expires_at",
+        "granted_by",
+        "state",
+        "created_at",
+    ]
+    list_filter = [LiveFilter, "scope", "workflow_name"]
+    search_fields = ["workflow_name", "node_name", "scope_id", "granted_by__username"]
+    readonly_fields = [*(f.name for f in Grant._meta.fields), "state"]
+    list_select_related = ["granted_by"]
+    inlines = [GrantUseInline]
+    actions = ["revoke"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Grant]:
+        return grants.visible_grants(request.user, super().get_queryset(request))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Who may revoke a grant may see it: holders of the model permissions, and the
+        approvers, who see the grants they made (the list is scoped to those)."""
+        user = request.user
+        if super().has_view_permission(request, obj) or user.has_perm(CHANGE_GRANT_PERMISSION):
+            return True
+        if obj is not None:
+            return bool(obj.granted_by_id == user.pk)
+        return bool(user.has_perm(ANSWER_PERMISSION))
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    @admin.display(description="state")
+    def state(self, grant: Grant) -> str:
+        if grant.revoked_at is not None:
+            return "revoked"
+        if grant.expires_at is not None and grant.expires_at <= timezone.now():
+            return "expired"
+        if grant.uses_left == 0:
+            return "used up"
+        return "live"
+
+    @admin.action(description="Revoke the selected grants", permissions=["revoke"])
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Grant]) -> None:
+        revoked, refusals = 0, []
+        for grant in queryset:
+            try:
+                grants.revoke_grant(grant, actor=request.user)
+            except PermissionDenied as refused:
+                refusals.append(str(refused))
+            else:
+                revoked += 1
+        if revoked:
+            self.message_user(request, f"Revoked {revoked} grant(s).", messages.SUCCESS)
+        for refusal in refusals:
+            self.message_user(request, refusal, messages.ERROR)
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        # Whoever sees grants may try; the rule is asked for each selected grant.
+        return self.has_view_permission(request)

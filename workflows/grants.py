@@ -1,0 +1,169 @@
+"""Grants: approvals of a gate remembered for later dispatches. A decision that says
+`remember` makes one (the engine records it when the approved node goes on); staff make
+one apart from any decision; people revoke them. The admin and the API call these
+services; the rule (who may) is `policy.GranterPolicy`, asked by every one of them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import jsonschema
+from django.core.exceptions import PermissionDenied
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from .engine.errors import InvalidGrantError, UnknownGrantError
+from .engine.gates import Gate, gates_of
+from .engine.questions import is_gate_question
+from .engine.schema import check_schema
+from .engine.status import GrantScope
+from .gate_models import Grant
+from .policy import grant_policy
+from .registry import registry
+from .signals import announce_grant
+from .transactions import write_transaction
+
+VIEW_ALL_PERMISSION = "workflows.view_grant"
+
+
+def require_granter(actor: Any, interrupt_id: str, response: Any) -> None:
+    """A person's answer to a gate's question that remembers the approval `always` needs
+    `workflows.add_grant`: PermissionDenied otherwise, before anything is stored. The
+    system (`actor` None) is not restricted."""
+    if actor is None or not is_gate_question(interrupt_id) or not isinstance(response, dict):
+        return
+    scope = response.get("remember")
+    if scope is None:
+        return
+    refusal = grant_policy().refusal_to_grant(actor, scope)
+    if refusal:
+        raise PermissionDenied(refusal)
+
+
+def visible_grants(user: Any, queryset: QuerySet[Grant] | None = None) -> QuerySet[Grant]:
+    """The grants `user` sees: all with `workflows.view_grant` (or `change_grant`), else
+    the ones they granted."""
+    queryset = Grant.objects.all() if queryset is None else queryset
+    if user.has_perm(VIEW_ALL_PERMISSION) or user.has_perm("workflows.change_grant"):
+        return queryset
+    return queryset.filter(granted_by=user.pk)
+
+
+def live(queryset: QuerySet[Grant], now: Any = None) -> QuerySet[Grant]:
+    now = now or timezone.now()
+    return queryset.filter(
+        Q(revoked_at__isnull=True),
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now),
+        Q(uses_left__isnull=True) | Q(uses_left__gt=0),
+    )
+
+
+@write_transaction
+def create_grant(
+    workflow_name: str,
+    node_name: str,
+    scope: str,
+    *,
+    actor: Any,
+    scope_id: str = "",
+    pins: dict[str, Any] | None = None,
+    ttl_seconds: int | None = None,
+    expires_at: datetime | None = None,
+    uses_left: int | None = None,
+) -> Grant:
+    """Make a grant apart from any decision (needs `workflows.add_grant`): later
+    dispatches of the gate `node_name` of `workflow_name` in the scope pass without
+    asking, until `expires_at` (or `ttl_seconds` from now). PermissionDenied or
+    InvalidGrantError (naming the field) before anything is stored."""
+    refusal = grant_policy().refusal_to_grant(actor, None)
+    if refusal:
+        raise PermissionDenied(refusal)
+    gate = _gate(workflow_name, node_name)
+    scope = _scope(gate, scope, scope_id)
+    _check_pins(pins)
+    for field, value in (("ttl_seconds", ttl_seconds), ("uses_left", uses_left)):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            raise InvalidGrantError(field, "must be a whole number of at least 1")
+    now = timezone.now()
+    if ttl_seconds is not None and expires_at is not None:
+        raise InvalidGrantError("expires_at", "give ttl_seconds or expires_at, not both")
+    if expires_at is not None and expires_at <= now:
+        raise InvalidGrantError("expires_at", "must be in the future")
+    if ttl_seconds:
+        expires_at = now + timedelta(seconds=ttl_seconds)
+    grant = Grant.objects.create(
+        workflow_name=workflow_name,
+        node_name=node_name,
+        scope=scope,
+        scope_id=scope_id if scope != GrantScope.ALWAYS else "",
+        pins=pins or None,
+        expires_at=expires_at,
+        uses_left=uses_left,
+        granted_by=actor,
+        created_at=now,
+    )
+    announce_grant("grant.created", grant.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
+    return grant
+
+
+@write_transaction
+def revoke_grant(grant: Grant | str, *, actor: Any) -> Grant:
+    """Revoke a grant: later dispatches ask again. Allowed to who granted it and to
+    holders of `workflows.change_grant` (PermissionDenied otherwise); revoking a revoked
+    grant changes nothing. UnknownGrantError when there is no such grant."""
+    grant_id = getattr(grant, "pk", grant)
+    locked = Grant.objects.select_for_update().filter(pk=grant_id).first()
+    if locked is None:
+        raise UnknownGrantError(grant_id)
+    refusal = grant_policy().refusal_to_revoke(actor, locked)
+    if refusal:
+        raise PermissionDenied(refusal)
+    if locked.revoked_at is None:
+        locked.revoked_at, locked.revoked_by = timezone.now(), actor
+        locked.save(update_fields=["revoked_at", "revoked_by"])
+        announce_grant("grant.revoked", locked.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
+    return locked
+
+
+def gate_of(workflow_name: str, node_name: str) -> Gate | None:
+    """The gate of that name in the latest registered version of the workflow."""
+    try:
+        workflow = registry.get(workflow_name).workflow
+    except LookupError:
+        return None
+    return gates_of(workflow).get(node_name)
+
+
+def _gate(workflow_name: str, node_name: str) -> Gate:
+    gate = gate_of(workflow_name, node_name)
+    if gate is None:
+        raise InvalidGrantError(
+            "node", f"{workflow_name!r} has no approval gate named {node_name!r}"
+        )
+    return gate
+
+
+def _scope(gate: Gate, scope: str, scope_id: str) -> GrantScope:
+    allowed = [str(s) for s in gate.remember]
+    if scope not in allowed:
+        raise InvalidGrantError(
+            "scope", f"the gate remembers {', '.join(allowed) or 'nothing'}, not {scope!r}"
+        )
+    if scope != GrantScope.ALWAYS and not scope_id:
+        raise InvalidGrantError("scope_id", f"a grant for one {scope} names it")
+    return GrantScope(scope)
+
+
+def _check_pins(pins: Any) -> None:
+    if pins is None:
+        return
+    if not isinstance(pins, dict):
+        raise InvalidGrantError("pins", "must be a JSON Schema object")
+    try:
+        check_schema(pins)
+    except jsonschema.SchemaError as exc:
+        raise InvalidGrantError("pins", f"not a JSON Schema: {exc.message}") from None

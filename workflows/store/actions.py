@@ -1,0 +1,232 @@
+"""What the Django store keeps of agent actions: grants, their uses, and effects.
+
+Off the per-step path (a gate's grant lookup, an effect's start, a revocation), so the ORM
+is fine here. `apply` writes a batch's part in the batch's own transaction; `AgentActions`
+holds the store's methods for them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Case, F, Q, When
+from django.utils import timezone
+
+from .. import signals
+from ..engine.errors import GrantUnavailableError, UnknownGrantError
+from ..engine.state import EffectRecord, GrantRecord, WriteBatch
+from ..engine.status import EffectStatus, GrantScope
+from ..gate_models import Effect, Grant, GrantUse
+
+EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
+
+
+# What a grant's record and its row hold alike.
+GRANT_FIELDS = [
+    "workflow_name",
+    "node_name",
+    "scope_id",
+    "pins",
+    "expires_at",
+    "uses_left",
+    "revoked_at",
+]
+
+
+def grant_record(row: Grant) -> GrantRecord:
+    return GrantRecord(
+        id=row.pk,
+        scope=GrantScope(row.scope),
+        granted_by=row.granted_by_id,
+        created_at=row.created_at,
+        interrupt_id=row.interrupt_id or None,
+        **{name: getattr(row, name) for name in GRANT_FIELDS},
+    )
+
+
+def grant_row(record: GrantRecord) -> Grant:
+    return Grant(
+        id=record.id,
+        scope=str(record.scope),
+        granted_by_id=record.granted_by,
+        created_at=record.created_at or timezone.now(),
+        interrupt_id=record.interrupt_id or "",
+        **{name: getattr(record, name) for name in GRANT_FIELDS},
+    )
+
+
+def live_at(now: datetime) -> Q:
+    return (
+        Q(revoked_at__isnull=True)
+        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        & (Q(uses_left__isnull=True) | Q(uses_left__gt=0))
+    )
+
+
+def find_grants(
+    using: str,
+    workflow_name: str,
+    node_name: str,
+    scopes: Iterable[tuple[str, str]],
+    now: datetime,
+) -> list[GrantRecord]:
+    within = Q()
+    for scope, scope_id in scopes:
+        within |= Q(scope=str(scope), scope_id=scope_id)
+    if not within:
+        return []
+    rows = Grant.objects.using(using).filter(
+        within, live_at(now), workflow_name=workflow_name, node_name=node_name
+    )
+    return [grant_record(row) for row in rows.order_by("created_at", "pk")]
+
+
+def record_grant(using: str, grant: GrantRecord) -> None:
+    Grant.objects.using(using).bulk_create([grant_row(grant)], ignore_conflicts=True)
+
+
+def revoke_grant(using: str, grant_id: str, at: datetime) -> GrantRecord:
+    with transaction.atomic(using=using):
+        row = Grant.objects.using(using).select_for_update().filter(pk=grant_id).first()
+        if row is None:
+            raise UnknownGrantError(grant_id)
+        if row.revoked_at is None:
+            row.revoked_at = at
+            row.save(update_fields=["revoked_at"])
+    return grant_record(row)
+
+
+def load_effects(using: str, invocation_id: Any, path: str) -> dict[str, EffectRecord]:
+    rows = Effect.objects.using(using).filter(invocation_id=invocation_id, path=path)
+    return {
+        row.name: EffectRecord(
+            invocation_id=str(row.invocation_id),
+            path=row.path,
+            name=row.name,
+            key=row.key,
+            status=EffectStatus(row.status),
+            result=row.result,
+            error=row.error or None,
+            attempts=row.attempts,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+        )
+        for row in rows
+    }
+
+
+def has_actions(batch: WriteBatch) -> bool:
+    return bool(batch.effects or batch.new_grants or batch.grant_uses)
+
+
+def apply(batch: WriteBatch, using: str) -> None:
+    """Write the batch's effects, new grants and grant uses, in the caller's transaction;
+    GrantUnavailableError (rolling it back) when a use finds its grant no longer live."""
+    if batch.effects:
+        latest = {(e.path, e.name): e for e in batch.effects}  # the last record of each
+        rows = [
+            Effect(
+                invocation_id=e.invocation_id,
+                path=e.path,
+                name=e.name,
+                key=e.key,
+                status=str(e.status),
+                result=e.result,
+                error=e.error or "",
+                attempts=e.attempts,
+                started_at=e.started_at,
+                finished_at=e.finished_at,
+            )
+            for e in latest.values()
+        ]
+        Effect.objects.using(using).bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["invocation", "path", "name"],
+            update_fields=EFFECT_FIELDS,
+        )
+    if batch.new_grants:
+        _create_grants(batch.new_grants, using)
+    if batch.grant_uses:
+        _use_grants(batch, using)
+
+
+def _create_grants(grants: list[GrantRecord], using: str) -> None:
+    known = set(
+        Grant.objects.using(using)
+        .filter(pk__in=[g.id for g in grants])
+        .values_list("pk", flat=True)
+    )
+    fresh = {g.id: g for g in grants if g.id not in known}  # once per answer
+    Grant.objects.using(using).bulk_create([grant_row(g) for g in fresh.values()])
+    for grant in fresh.values():
+        signals.announce_grant("grant.created", grant.id, using, actor_id=grant.granted_by)
+
+
+def _use_grants(batch: WriteBatch, using: str) -> None:
+    counts = Counter(use.grant_id for use in batch.grant_uses)
+    at = min(use.at for use in batch.grant_uses)
+    for grant_id, count in sorted(counts.items()):
+        taken = (
+            Grant.objects.using(using)
+            .filter(live_at(at), Q(uses_left__isnull=True) | Q(uses_left__gte=count), pk=grant_id)
+            .update(
+                uses_left=Case(
+                    When(uses_left__isnull=True, then=None), default=F("uses_left") - count
+                )
+            )
+        )
+        if not taken:
+            raise GrantUnavailableError(grant_id)
+    GrantUse.objects.using(using).bulk_create(
+        [
+            GrantUse(
+                grant_id=use.grant_id,
+                invocation_id=use.invocation_id,
+                path=use.path,
+                used_at=use.at,
+            )
+            for use in batch.grant_uses
+        ]
+    )
+    for use in batch.grant_uses:
+        signals.announce_grant(
+            "grant.used", use.grant_id, using, invocation_id=use.invocation_id, path=use.path
+        )
+
+
+class AgentActions:
+    """The grant and effect methods of the Store protocol, for DjangoStore (which gives
+    `using`, `dialect` and `_call`)."""
+
+    using: str
+    dialect: Any
+
+    async def _call(self, func: Any, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def find_grants_sync(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[GrantRecord]:
+        return find_grants(self.using, workflow_name, node_name, scopes, now)
+
+    def load_effects_sync(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return load_effects(self.using, self.dialect.pk(invocation_id), path)
+
+    async def find_grants(
+        self, workflow_name: str, node_name: str, scopes: Iterable[tuple[str, str]], now: Any
+    ) -> list[GrantRecord]:
+        return await self._call(self.find_grants_sync, workflow_name, node_name, list(scopes), now)
+
+    async def record_grant(self, grant: GrantRecord) -> None:
+        await self._call(record_grant, self.using, grant)
+
+    async def revoke_grant(self, grant_id: str, at: datetime) -> GrantRecord:
+        return await self._call(revoke_grant, self.using, grant_id, at)
+
+    async def load_effects(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
+        return await self._call(self.load_effects_sync, invocation_id, path)
