@@ -163,10 +163,9 @@ def answer_cell(response: Any) -> SafeString:
 def in_declared_order(interrupt: Interrupt) -> Interrupt:
     """`interrupt` with the objects in its payload, response_schema and on_timeout in the
     key order the workflow declared, for the fields, tables and texts made of them.
-    PostgreSQL's jsonb re-sorts object keys; `key_order` holds `{column:
-    workflows.engine.values.key_order(value)}` written beside them (a row without it
-    keeps the stored order). Columns left out of the query stay unloaded."""
-    orders = getattr(interrupt, "key_order", None) or {}
+    PostgreSQL's jsonb re-sorts object keys; the store writes `key_order` beside them (a
+    row without it keeps the stored order). Columns left out of the query stay unloaded."""
+    orders = interrupt.key_order or {}
     deferred = interrupt.get_deferred_fields()
     for column in ORDERED_COLUMNS:
         if column in orders and column not in deferred:

@@ -169,6 +169,9 @@ class Interrupt(models.Model):
     four_eyes = models.BooleanField(default=False)
     # A decision counts only with the approver's WebAuthn assertion (workflows.passkeys).
     require_signature = models.BooleanField(default=False)
+    # {column: workflows.engine.values.key_order(value)} of payload, response_schema and
+    # on_timeout: the key order declared, which PostgreSQL's jsonb does not keep.
+    key_order = models.JSONField(default=dict, blank=True, editable=False)
     # Who is working on it: a hint for colleagues, never a lock.
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -22,6 +22,7 @@ from django.utils.dateparse import parse_datetime
 from ..engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionResponse, RequestInput
 from ..engine.state import NOT_LOADED, Checkpoint, InterruptRecord, InvocationRecord, NodeRunState
 from ..engine.status import InterruptStatus, NodeStatus
+from ..engine.values import key_order
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 
 ANSWERED = [InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
@@ -73,7 +74,7 @@ JSON_COLUMNS = {
     INVOCATIONS: {"input", "output"},
     NODE_RUNS: {"input", "output", "interrupt_ids", "resume_inputs"},
     EVENTS: {"output", "function_calls", "function_responses", "long_running_tool_ids"},
-    INTERRUPTS: {"payload", "response_schema", "on_timeout", "response", "assignees"},
+    INTERRUPTS: {"payload", "response_schema", "on_timeout", "response", "assignees", "key_order"},
 }
 
 
@@ -269,7 +270,7 @@ def event_values(invocation_pk: Any, events: Iterable[Event]) -> list[Any]:
 def interrupt_fields(record: InterruptRecord) -> dict[str, Any]:
     """The Interrupt columns a new interrupt's row is given (the rest: LEFT_TO_DEFAULTS)."""
     request = record.request.to_dict()
-    return {
+    fields = {
         "id": record.id,
         "invocation_id": record.invocation_id,
         "workflow_name": record.workflow_name,
@@ -287,6 +288,11 @@ def interrupt_fields(record: InterruptRecord) -> dict[str, Any]:
         "four_eyes": request["four_eyes"],
         "require_signature": request["require_signature"],
     }
+    # PostgreSQL's jsonb re-sorts object keys: the declared order is kept beside the values
+    # that pages show field by field (approvals.display.in_declared_order restores it).
+    orders = {c: key_order(fields[c]) for c in ("payload", "response_schema", "on_timeout")}
+    fields["key_order"] = {column: order for column, order in orders.items() if order}
+    return fields
 
 
 def interrupt_row(record: InterruptRecord) -> Interrupt:
