@@ -213,22 +213,22 @@ class Execution:
     async def commit_effect(self, record: EffectRecord) -> None:
         """Durably record `record` (an effect starting), with the effect records waiting
         for the next commit: in a write of their own, apart from node-run transitions."""
-        if self.store is None:
-            return
-        async with self._flush_lock:
-            await complete(self.store.commit(self._effect_batch(record)))
+        if self.store is not None:
+            async with self._flush_lock:
+                await complete(self.store.commit(self._effect_batch(record)))
+        self.keep_effect(record, durable=True)
 
     def commit_effect_sync(self, record: EffectRecord) -> None:
         """`commit_effect` from synchronous node code, in the thread the store runs it in."""
-        if self.store is None:
-            return
-        commit_sync = getattr(self.store, "commit_sync", None)
-        if commit_sync is None:
-            raise TypeError(
-                f"{type(self.store).__name__} has no commit_sync: use `await ctx.effect(...)` "
-                "in an async node"
-            )
-        commit_sync(self._effect_batch(record))
+        if self.store is not None:
+            commit_sync = getattr(self.store, "commit_sync", None)
+            if commit_sync is None:
+                raise TypeError(
+                    f"{type(self.store).__name__} has no commit_sync: use "
+                    "`await ctx.effect(...)` in an async node"
+                )
+            commit_sync(self._effect_batch(record))
+        self.keep_effect(record, durable=True)
 
     def _effect_batch(self, record: EffectRecord) -> WriteBatch:
         pending, self.batch.effects = self.batch.effects, []

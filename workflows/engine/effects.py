@@ -65,7 +65,6 @@ async def perform(
     execution = ctx._execution
     if step.commit:
         await execution.commit_effect(step.record)
-        execution.keep_effect(step.record, durable=True)
     call_kwargs = _with_key(fn, kwargs, step.record.key)
     try:
         if is_async_callable(fn):
@@ -91,10 +90,8 @@ def perform_sync(
     step = _begin(ctx, _records_sync(ctx), name, idempotent)
     if step.record is None:
         return step.result
-    execution = ctx._execution
     if step.commit:
-        execution.commit_effect_sync(step.record)
-        execution.keep_effect(step.record, durable=True)
+        ctx._execution.commit_effect_sync(step.record)
     try:
         result = fn(*args, **_with_key(fn, kwargs, step.record.key))
     except Exception as exc:
