@@ -10,34 +10,29 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from . import passkeys
 from .arguments import (
-    checked_assignees,
     checked_decision,
-    checked_interrupt_id,
     function_response_list,
 )
 from .audit import actions, trail
 from .audit.canonical import canonical_json, sha256_hex
+from .claims import claim, locked_interrupt, reassign, release, require_answerer, require_pending
 from .conf import hitl_settings
 from .dispatch import enqueue_run
 from .engine.errors import (
-    AlreadyClaimedError,
     AlreadyDecidedError,
     DecisionRequiredError,
     IdempotencyKeyReusedError,
-    InterruptNotPendingError,
     ResponseValidationError,
     UnknownInterruptError,
 )
 from .engine.events import FunctionResponse, approval_vote
 from .engine.schema import unwrap_response, validate_response
 from .engine.state import InterruptRecord
-from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
@@ -48,10 +43,7 @@ from .grants import require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .policy import (
     CANCEL_PERMISSION,
-    REASSIGN_PERMISSION,
     RETRY_PERMISSION,
-    answer_policy,
-    can_reassign,
     require_control,
     require_person,
 )
@@ -81,13 +73,6 @@ def _actor_id(actor: Any) -> Any:
     """The user id a write records: None for the system, else an active user's pk."""
     require_person(actor)
     return None if actor is None else actor.pk
-
-
-def _claimer(interrupt: Interrupt) -> str:
-    """The username of whoever holds the claim on `interrupt` (one does)."""
-    claimer = interrupt.claimed_by
-    assert claimer is not None, f"interrupt {interrupt.pk!r} is not claimed"
-    return claimer.get_username()
 
 
 def start(
@@ -245,7 +230,7 @@ def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> None:
     that needs several approvals (those are answered by decisions)."""
     rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
     for interrupt in rows:
-        _require_answerer(actor, interrupt)
+        require_answerer(actor, interrupt)
         if interrupt.quorum > 1:
             raise DecisionRequiredError(interrupt.pk, interrupt.quorum)
 
@@ -303,32 +288,6 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
 # checks (a person may not answer a quorum's question directly; the decisions may). Each
 # function takes its locks in the project's one order (the invocation row, then the
 # interrupt row, then the decisions), so concurrent deciders queue instead of deadlocking.
-
-
-def _locked_interrupt(interrupt_id: str) -> Interrupt:
-    checked_interrupt_id(interrupt_id)
-    invocation_id = (
-        Interrupt.objects.filter(pk=interrupt_id).values_list("invocation_id", flat=True).first()
-    )
-    if invocation_id is None:
-        raise UnknownInterruptError(interrupt_id)
-    store().lock_invocation_sync(str(invocation_id))
-    return (
-        Interrupt.objects.select_for_update(no_key=True, of=("self",))
-        .select_related("invocation")
-        .get(pk=interrupt_id)
-    )
-
-
-def _require_pending(interrupt: Interrupt) -> None:
-    if interrupt.status != InterruptStatus.PENDING:
-        raise InterruptNotPendingError(interrupt.pk, interrupt.status)
-
-
-def _require_answerer(actor: Any, interrupt: Interrupt) -> None:
-    policy = answer_policy()
-    if not policy.can_answer(actor, interrupt):
-        raise PermissionDenied(policy.refusal(actor, interrupt))
 
 
 def _node_name(interrupt: Interrupt) -> str:
@@ -393,12 +352,12 @@ def decide(
     """
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
-    interrupt = _locked_interrupt(interrupt_id)
-    _require_answerer(actor, interrupt)
+    interrupt = locked_interrupt(interrupt_id)
+    require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
-    _require_pending(interrupt)
+    require_pending(interrupt)
     value = _checked_vote(interrupt, value)
     signed = None
     if interrupt.require_signature or assertion is not None:
@@ -440,73 +399,6 @@ def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: 
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
     if interrupt is None:
         raise UnknownInterruptError(interrupt_id)
-    _require_answerer(actor, interrupt)
-    _require_pending(interrupt)
+    require_answerer(actor, interrupt)
+    require_pending(interrupt)
     return passkeys.challenge_for(interrupt, _checked_vote(interrupt, value), comment)
-
-
-@write_transaction
-def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
-    """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
-    claim again changes nothing; someone else's claim raises AlreadyClaimedError (a claim
-    never blocks a decision, it only tells colleagues)."""
-    require_person(actor)
-    interrupt = _locked_interrupt(interrupt_id)
-    _require_answerer(actor, interrupt)
-    _require_pending(interrupt)
-    if interrupt.claimed_by_id not in (None, actor.pk):
-        raise AlreadyClaimedError(interrupt.pk, _claimer(interrupt))
-    if interrupt.claimed_by_id is None:
-        interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
-        interrupt.save(update_fields=["claimed_by", "claimed_at"])
-        trail.record(actions.INTERRUPT_CLAIMED, interrupt=interrupt, actor=actor)
-    return interrupt
-
-
-@write_transaction
-def release(interrupt_id: str, *, actor: Any) -> Interrupt:
-    """Drop the claim on an interrupt: its claimer may, and so may a supervisor
-    (`workflows.reassign_interrupt`). Releasing an unclaimed interrupt changes nothing."""
-    require_person(actor)
-    interrupt = _locked_interrupt(interrupt_id)
-    if interrupt.claimed_by_id is None:
-        return interrupt
-    if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
-        raise PermissionDenied(
-            f"interrupt {interrupt.pk!r} is claimed by "
-            f"{_claimer(interrupt)}; only they or a supervisor may release it"
-        )
-    claimer = _claimer(interrupt)
-    interrupt.claimed_by, interrupt.claimed_at = None, None
-    interrupt.save(update_fields=["claimed_by", "claimed_at"])
-    trail.record(
-        actions.INTERRUPT_RELEASED, interrupt=interrupt, actor=actor, data={"claimed_by": claimer}
-    )
-    return interrupt
-
-
-@write_transaction
-def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrupt:
-    """Replace who may answer a pending interrupt (an empty list: anyone with the answer
-    permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
-    and to those who may answer it now. Decisions already recorded stay, and count toward
-    the quorum; assignees who cannot reach it are refused (ResponseValidationError)."""
-    require_person(actor)
-    interrupt = _locked_interrupt(interrupt_id)
-    if not can_reassign(actor, interrupt):
-        raise PermissionDenied(
-            f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
-        )
-    _require_pending(interrupt)
-    previous = interrupt.assignees
-    claimer = _claimer(interrupt) if interrupt.claimed_by_id else None
-    interrupt.assignees = checked_assignees(interrupt, assignees)
-    interrupt.claimed_by, interrupt.claimed_at = None, None
-    interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
-    trail.record(
-        actions.INTERRUPT_REASSIGNED,
-        interrupt=interrupt,
-        actor=actor,
-        data={"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer},
-    )
-    return interrupt
