@@ -49,7 +49,7 @@ def _refuse_constant(name: str) -> Any:
 
 # The ways of writing JSON text a receipt is accepted in: its canonical form, and what
 # Python's json.dumps writes (compact or not, indented or not, escaping non-ASCII or not).
-TEXT_FORMS = [
+TEXT_FORMS: list[dict[str, Any]] = [
     {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False},
     *(
         {"ensure_ascii": ascii_only, "indent": indent, "separators": separators}
