@@ -28,6 +28,7 @@ from workflows.admin.base import ReadOnlyAdmin
 from workflows.admin.display import question_cell
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.engine.values import is_possible_id
 from workflows.expressions import HasAnyElement
 from workflows.models import Decision, Interrupt, NodeRun
 from workflows.policy import (
@@ -217,10 +218,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        chosen = Interrupt.objects.select_related("invocation", "claimed_by")
-        interrupt = readable_row(chosen.filter(pk=unquote(object_id)))
+        interrupt_id = unquote(object_id)
+        interrupt = None
+        if is_possible_id(interrupt_id):  # else no row has it (PostgreSQL fails on a NUL)
+            chosen = Interrupt.objects.select_related("invocation", "claimed_by")
+            interrupt = readable_row(chosen.filter(pk=interrupt_id))
         if interrupt is None:
-            raise Http404(f"no interrupt {unquote(object_id)!r}")
+            raise Http404(f"no interrupt {interrupt_id!r}")
         display.in_declared_order(interrupt)
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)

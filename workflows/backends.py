@@ -1,34 +1,43 @@
-"""The authentication backend that answers `user.has_perm("workflows.answer_interrupt",
-interrupt)` with the answer policy, so the admin, DRF permission classes and
-templates all ask the same question. Add it next to Django's ModelBackend:
+"""The authentication backend that answers the workflows app's object permissions with its
+policies, so the admin, DRF permission classes, templates and the services all ask the
+same question:
+
+- `user.has_perm("workflows.answer_interrupt", interrupt)`: the answer policy;
+- `user.has_perm("workflows.cancel_invocation", invocation)` and
+  `"workflows.retry_invocation"`: `InvocationControlPolicy` (the model permission, or the
+  user who started the invocation).
+
+Add it next to Django's ModelBackend:
 
     AUTHENTICATION_BACKENDS = [
         "django.contrib.auth.backends.ModelBackend",
         "workflows.backends.AnswerPermissionBackend",
     ]
 
-Why not the `rules` package: the rule is one permission on one model, and it needs a
-queryset counterpart that `rules` does not provide; registering a predicate with `rules`
-would still leave the policy class (and its queryset half) to write, plus a dependency.
-This backend is the ten lines `rules` would otherwise be configured with.
+Why not the `rules` package: the rules are a few permissions on two models, and the answer
+rule needs a queryset counterpart that `rules` does not provide; registering predicates
+with `rules` would still leave the policy classes (and the queryset half) to write, plus a
+dependency. This backend is the lines `rules` would otherwise be configured with.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .models import Interrupt
-from .policy import ANSWER_PERMISSION, answer_policy
+from .models import Interrupt, Invocation
+from .policy import ANSWER_PERMISSION, InvocationControlPolicy, answer_policy
 
 
 class AnswerPermissionBackend:
-    """Object permission only: `has_perm(user, "workflows.answer_interrupt", interrupt)`.
-    Without an object it says nothing, and ModelBackend answers for the model permission."""
+    """Object permissions only. Without an object it says nothing, and ModelBackend answers
+    for the model permission."""
 
     def authenticate(self, request: Any, **credentials: Any) -> None:
         return None
 
     def has_perm(self, user: Any, perm: str, obj: Any = None) -> bool:
-        if perm != ANSWER_PERMISSION or not isinstance(obj, Interrupt):
-            return False
-        return answer_policy().can_answer(user, obj)
+        if perm == ANSWER_PERMISSION and isinstance(obj, Interrupt):
+            return answer_policy().can_answer(user, obj)
+        if perm in InvocationControlPolicy.permissions and isinstance(obj, Invocation):
+            return InvocationControlPolicy().may_control(user, perm, obj)
+        return False

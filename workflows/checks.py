@@ -159,14 +159,16 @@ POLICY_METHODS = ("can_answer", "answerable")
 
 @register()
 def check_answer_rule(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """workflows.E101: the backend that serves the answer rule to `user.has_perm` is
-    missing; workflows.E102: HITL["ANSWER_POLICY"] cannot be imported or is no policy."""
+    """workflows.E101: the backend that serves the answer, cancel and retry rules to
+    `user.has_perm` is missing; workflows.E102: HITL["ANSWER_POLICY"] cannot be imported
+    or is no policy."""
     errors: list[CheckMessage] = []
     if ANSWER_BACKEND not in settings.AUTHENTICATION_BACKENDS:
         errors.append(
             Error(
-                f'user.has_perm("workflows.answer_interrupt", interrupt) is False for every '
-                f"non-superuser: {ANSWER_BACKEND} is not in AUTHENTICATION_BACKENDS",
+                f'user.has_perm("workflows.answer_interrupt", interrupt) (and cancel_invocation, '
+                f"retry_invocation with an invocation) is False for every non-superuser: "
+                f"{ANSWER_BACKEND} is not in AUTHENTICATION_BACKENDS",
                 hint=f'add "{ANSWER_BACKEND}" after Django\'s ModelBackend',
                 id="workflows.E101",
             )

@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     # Largest value stored, in bytes of its JSON: an invocation's input, a node's output,
     # an interrupt's payload. A node whose output is larger fails with a clear error.
     "MAX_VALUE_BYTES": 4_000_000,
+    # Deepest nesting of lists and objects in such a value or an answer: deeper ones are
+    # refused where they enter (a node producing one fails), before anything walks them.
+    "MAX_VALUE_DEPTH": 64,
     # Seconds of silence after which `hitl_status` reports a Celery worker or the periodic
     # jobs as down; a worker records its heartbeat at most every quarter of this.
     "HEARTBEAT_STALE_SECONDS": 120,

@@ -14,7 +14,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from .arguments import checked_assignees, function_response_list
+from .arguments import (
+    checked_assignees,
+    checked_decision,
+    checked_interrupt_id,
+    function_response_list,
+)
 from .audit import actions, trail
 from .audit.canonical import canonical_json, sha256_hex
 from .conf import hitl_settings
@@ -22,23 +27,31 @@ from .dispatch import enqueue_run
 from .engine.errors import (
     AlreadyClaimedError,
     AlreadyDecidedError,
+    DecisionRequiredError,
     IdempotencyKeyReusedError,
     InterruptNotPendingError,
     ResponseValidationError,
     UnknownInterruptError,
 )
 from .engine.events import FunctionResponse
-from .engine.schema import unwrap_response, validate_response
+from .engine.schema import validate_response
 from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
-    checked_answer,
     checked_input,
     retry_batch,
 )
 from .models import Decision, Interrupt, Invocation, Session
-from .policy import REASSIGN_PERMISSION, answer_policy, can_reassign
+from .policy import (
+    CANCEL_PERMISSION,
+    REASSIGN_PERMISSION,
+    RETRY_PERMISSION,
+    answer_policy,
+    can_reassign,
+    require_control,
+    require_person,
+)
 from .registry import registry
 from .signals import decision_recorded
 from .transactions import locked_checkpoint, store, write_transaction
@@ -61,9 +74,9 @@ __all__ = [
 
 
 def _actor_id(actor: Any) -> Any:
-    if actor is None or not getattr(actor, "is_authenticated", True):
-        return None
-    return getattr(actor, "pk", actor)
+    """The user id a write records: None for the system, else an active user's pk."""
+    require_person(actor)
+    return None if actor is None else actor.pk
 
 
 def start(
@@ -79,10 +92,14 @@ def start(
     With `idempotency_key`, a repeat (a client retrying after an unclear outcome) returns
     the invocation the key first created; the same key with another workflow or input
     raises IdempotencyKeyReusedError. Bad input raises InputValidationError (or
-    PayloadTooLargeError) and stores nothing.
+    PayloadTooLargeError) and stores nothing. `user` None: the system starts it; an
+    anonymous or inactive user raises PermissionDenied.
     """
+    require_person(user)
     definition = registry.get(workflow_name)
-    node_input = checked_input(node_input, hitl_settings.MAX_VALUE_BYTES)
+    node_input = checked_input(
+        node_input, hitl_settings.MAX_VALUE_BYTES, hitl_settings.MAX_VALUE_DEPTH
+    )
     if idempotency_key is not None:
         existing = _started_with_key(idempotency_key, definition.name, node_input)
         if existing is not None:
@@ -140,13 +157,16 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     """Accept answers to pending interrupts of one invocation and enqueue its resume.
 
     `actor`: the user answering (a machine's account too): the answer policy must let
-    them answer every interrupt, else PermissionDenied. None: the system itself (a node,
-    a management command), which the policy does not restrict.
+    them answer every interrupt, else PermissionDenied (an anonymous or inactive user may
+    answer nothing); a question that needs several approvals is answered by decisions
+    only, so a person's answer to it raises DecisionRequiredError. None: the system itself
+    (a node, a management command), which the policy does not restrict.
 
     Raises UnknownInterruptError, InterruptNotPendingError, ResponseValidationError or
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
     answer is a success that changes nothing.
     """
+    require_person(actor)
     responses = function_response_list(responses)
     invocation_id = _accept(responses, actor)
     return _invocation(invocation_id)
@@ -172,13 +192,23 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
     interrupts = db.lock_for_answers_sync(ids)
-    _require_answerer_of_all(actor, interrupts)
+    if actor is not None:
+        _require_direct_answerer(actor, interrupts)
+    return _store_answers(db, responses, interrupts, actor)
+
+
+def _store_answers(
+    db: Any, responses: list[FunctionResponse], interrupts: Mapping[str, Any], actor: Any
+) -> Any:
+    """Accept answers whose interrupts are locked and whose answerer is checked: the path
+    of submit_function_responses and of a decision that settles its question."""
     acceptance = accept_responses(
         responses,
         interrupts,
         actor=_actor_id(actor),
         now=timezone.now(),
         max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
+        max_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     if acceptance.batch:
         db.commit_sync(acceptance.batch, savepoint=False)
@@ -193,20 +223,26 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     return acceptance.invocation_id
 
 
-def _require_answerer_of_all(actor: Any, interrupts: Mapping[str, Any]) -> None:
-    if actor is None or not getattr(actor, "is_authenticated", False):
-        return
+def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> None:
+    """A person answering directly: the answer rule for each interrupt, and no question
+    that needs several approvals (those are answered by decisions)."""
     rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
     for interrupt in rows:
         _require_answerer(actor, interrupt)
+        if interrupt.quorum > 1:
+            raise DecisionRequiredError(interrupt.pk, interrupt.quorum)
 
 
 @write_transaction
 def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     """Cancel: pending interrupts become cancelled, a running execution stops at its next
-    checkpoint, the invocation ends CANCELLED."""
+    checkpoint, the invocation ends CANCELLED. A person needs
+    `actor.has_perm("workflows.cancel_invocation", invocation)` (the model permission, or
+    having started it), else PermissionDenied."""
+    require_person(actor)
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
+    require_control(actor, CANCEL_PERMISSION, invocation)
     batch = cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now())
     db.commit_sync(batch)
     trail.record(
@@ -223,9 +259,13 @@ def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
 
 @write_transaction
 def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
-    """Re-drive a FAILED invocation: its failed node runs re-run, completed ones do not."""
+    """Re-drive a FAILED invocation: its failed node runs re-run, completed ones do not. A
+    person needs `actor.has_perm("workflows.retry_invocation", invocation)` (the model
+    permission, or having started it), else PermissionDenied."""
+    require_person(actor)
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
+    require_control(actor, RETRY_PERMISSION, invocation)
     db.commit_sync(retry_batch(checkpoint))
     Invocation.objects.filter(pk=checkpoint.invocation.id).update(
         finished_at=None, unfinished_deliveries=0
@@ -242,12 +282,14 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
 
 # --- Decisions: who answers -------------------------------------------------------------------
 # A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
-# submitted through submit_function_responses in the same transaction. Each function
-# takes its locks in the project's one order (the invocation row, then the interrupt row,
-# then the decisions), so concurrent deciders queue instead of deadlocking.
+# accepted in the same transaction by the path submit_function_responses takes after its
+# checks (a person may not answer a quorum's question directly; the decisions may). Each
+# function takes its locks in the project's one order (the invocation row, then the
+# interrupt row, then the decisions), so concurrent deciders queue instead of deadlocking.
 
 
 def _locked_interrupt(interrupt_id: str) -> Interrupt:
+    checked_interrupt_id(interrupt_id)
     invocation_id = (
         Interrupt.objects.filter(pk=interrupt_id).values_list("invocation_id", flat=True).first()
     )
@@ -321,14 +363,14 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
     nothing is stored then. `decision.interrupt.status` tells whether it answered.
     """
-    checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
+    require_person(actor)
+    value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     _require_pending(interrupt)
-    value = unwrap_response(response)
     validate_response(interrupt.pk, interrupt.response_schema, value)
     _check_quorum_vote(interrupt, value)
     decision = Decision.objects.create(
@@ -344,9 +386,10 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
     if answer is not None:
-        submit_function_responses(
-            [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)], actor=actor
-        )
+        # The decider passed the rule above; a quorum's answer is this service's to give.
+        db = store()
+        answered = [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)]
+        _store_answers(db, answered, db.lock_for_answers_sync([interrupt.pk]), actor)
         interrupt.refresh_from_db()
     transaction.on_commit(
         lambda: decision_recorded.send_robust(
@@ -361,6 +404,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
     claim again changes nothing; someone else's claim raises AlreadyClaimedError (a claim
     never blocks a decision, it only tells colleagues)."""
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     _require_pending(interrupt)
@@ -377,6 +421,7 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
 def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Drop the claim on an interrupt: its claimer may, and so may a supervisor
     (`workflows.reassign_interrupt`). Releasing an unclaimed interrupt changes nothing."""
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     if interrupt.claimed_by_id is None:
         return interrupt
@@ -398,7 +443,9 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
 def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrupt:
     """Replace who may answer a pending interrupt (an empty list: anyone with the answer
     permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
-    and to those who may answer it now. Decisions already recorded stay."""
+    and to those who may answer it now. Decisions already recorded stay, and count toward
+    the quorum; assignees who cannot reach it are refused (ResponseValidationError)."""
+    require_person(actor)
     interrupt = _locked_interrupt(interrupt_id)
     if not can_reassign(actor, interrupt):
         raise PermissionDenied(

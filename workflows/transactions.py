@@ -7,6 +7,7 @@ import functools
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,10 @@ def locked_checkpoint(db: DjangoStore, invocation: Any) -> Any:
     """The checkpoint of `invocation` (a model or its id), its row locked for this
     transaction; InvocationNotFoundError when there is none."""
     invocation_id = getattr(invocation, "pk", invocation)
+    try:
+        uuid.UUID(str(invocation_id))
+    except ValueError:  # not an invocation id at all: none has it, the query is not sent
+        raise InvocationNotFoundError(invocation_id) from None
     checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
     if checkpoint is None:
         raise InvocationNotFoundError(invocation_id)

@@ -88,6 +88,7 @@ def execute(invocation_id: str) -> float | None:
         store=DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS, inline=True),
         lease_ttl=hitl_settings.LEASE_SECONDS,
         max_value_bytes=hitl_settings.MAX_VALUE_BYTES,
+        max_value_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     try:
         ran = _in_this_thread(runner.advance(str(invocation_id), wait=False))

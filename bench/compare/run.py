@@ -176,6 +176,8 @@ def machine() -> dict[str, Any]:
 
 
 def rotated(items: list[Any], shift: int) -> list[Any]:
+    if not items:  # a workload none of the chosen systems runs (--systems)
+        return items
     shift %= len(items)
     return items[shift:] + items[:shift]
 

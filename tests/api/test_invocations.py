@@ -142,13 +142,13 @@ def test_cancel_by_the_starter_then_a_second_cancel_conflicts(api, operator):
     assert snapshot() == before
 
 
-def test_cancel_of_someone_elses_invocation_needs_the_change_permission(client_for):
+def test_cancel_of_someone_elses_invocation_needs_the_cancel_permission(client_for):
     invocation = start(user=user_with())
-    viewer = client_for(user_with("workflows.view_invocation"))
+    viewer = client_for(user_with("workflows.view_invocation", "workflows.change_invocation"))
     before = snapshot()
     assert error_of(viewer.post(f"/api/invocations/{invocation.pk}/cancel/"))[0] == 403
     assert snapshot() == before
-    manager = client_for(user_with("workflows.view_invocation", "workflows.change_invocation"))
+    manager = client_for(user_with("workflows.view_invocation", "workflows.cancel_invocation"))
     assert manager.post(f"/api/invocations/{invocation.pk}/cancel/").status_code == 200
 
 

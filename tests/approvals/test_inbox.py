@@ -33,7 +33,7 @@ def test_lists_only_pending_questions_the_user_may_answer(login, approver):
 
 
 def test_a_group_assignment_and_a_decision_already_made(login, approver):
-    Group.objects.create(name="finance").user_set.add(approver)
+    Group.objects.create(name="finance").user_set.add(approver, ApproverFactory())
     for_finance = ask(assignees=["group:finance"], quorum=2)
     services.decide(for_finance.pk, {"approved": True}, actor=approver)
     other = ask(assignees=["group:finance"], quorum=2)
@@ -108,6 +108,7 @@ def test_an_empty_inbox_says_why(login, approver):
 
 
 def test_columns_say_what_for_whom_how_long_and_when_due(login, approver):
+    Group.objects.create(name="ops").user_set.add(UserFactory())  # approver alice and one more
     ask(
         message="Approve the budget",
         assignees=["user:alice", "group:ops"],

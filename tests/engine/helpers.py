@@ -35,8 +35,8 @@ RUNNING = NodeStatus.RUNNING
 
 
 class InMemoryBackend:
-    """Where scenarios keep their state. The durable suite (tests/durable) swaps in a
-    database backend and runs the same scenarios again."""
+    """Where scenarios keep their state: an InMemoryStore (tests/engine/conftest.py has
+    the database ones)."""
 
     def new_store(self) -> Any:
         return InMemoryStore()
@@ -59,23 +59,12 @@ class InMemoryBackend:
         )
 
 
-BACKEND: Any = InMemoryBackend()
-
-
-def new_store() -> Any:
-    return BACKEND.new_store()
-
-
-async def snapshot(store: Any) -> Any:
-    return await BACKEND.snapshot(store)
-
-
 def sync(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
-    """Run an async test body inside a plain (sync) pytest test, on the current backend."""
+    """Run an async test body inside a plain (sync) pytest test, on its `store_backend`."""
 
     @functools.wraps(test)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return BACKEND.run(test, *args, **kwargs)
+    def wrapper(*args: Any, store_backend: Any, **kwargs: Any) -> Any:
+        return store_backend.run(test, *args, store_backend=store_backend, **kwargs)
 
     return wrapper
 
@@ -95,10 +84,12 @@ def check(result: InvocationResult, unapplied: set[str] = frozenset()) -> Invoca
 
 
 class Harness:
-    """A Runner whose every result goes through `check`."""
+    """A Runner on a store of `backend` (a new one unless `store` is given) whose every
+    result goes through `check`."""
 
-    def __init__(self, workflow: Workflow, store: Any = None) -> None:
-        self.store = store if store is not None else new_store()
+    def __init__(self, workflow: Workflow, backend: Any, store: Any = None) -> None:
+        self.backend = backend
+        self.store = store if store is not None else backend.new_store()
         self.runner = Runner(workflow, store=self.store)
 
     async def check(self, result: InvocationResult) -> InvocationResult:
@@ -128,7 +119,7 @@ class Harness:
         return (await self.store.load_interrupts([interrupt_id]))[interrupt_id]
 
     async def snapshot(self) -> Any:
-        return await snapshot(self.store)
+        return await self.backend.snapshot(self.store)
 
 
 def statuses(result: InvocationResult) -> dict[str, NodeStatus]:

@@ -16,6 +16,9 @@ from workflows.engine.errors import GraphError
 
 from .helpers import COMPLETED, FAILED, WAITING, Harness, statuses, sync
 
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
+
 
 @node
 def a(node_input):
@@ -82,8 +85,8 @@ def test_graph_description():
 
 
 @sync
-async def test_two_terminal_outputs_fail_the_workflow():
-    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", b)]))
+async def test_two_terminal_outputs_fail_the_workflow(store_backend):
+    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", b)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert "second terminal output" in result.error
@@ -91,12 +94,12 @@ async def test_two_terminal_outputs_fail_the_workflow():
 
 
 @sync
-async def test_second_terminal_output_counted_across_resumes_fails():
+async def test_second_terminal_output_counted_across_resumes_fails(store_backend):
     @node
     def ask(node_input):
         return RequestInput(interrupt_id="late")
 
-    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", ask)]), store_backend)
     first = await h.run()
     assert first.status == WAITING
     assert first.node_runs["wf@1"].output == "a"  # first terminal output kept
@@ -107,25 +110,25 @@ async def test_second_terminal_output_counted_across_resumes_fails():
 
 
 @sync
-async def test_terminal_without_output_does_not_count():
+async def test_terminal_without_output_does_not_count(store_backend):
     @node
     def silent(node_input):
         return None
 
-    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", silent)]))
+    h = Harness(Workflow(name="wf", edges=[("START", a), ("START", silent)]), store_backend)
     result = await h.run()
     assert result.status == COMPLETED
     assert result.output == "a"
 
 
 @sync
-async def test_node_with_two_outputs_fails():
+async def test_node_with_two_outputs_fails(store_backend):
     @node
     def twice(node_input):
         yield 1
         yield 2
 
-    h = Harness(Workflow(name="wf", edges=[("START", twice)]))
+    h = Harness(Workflow(name="wf", edges=[("START", twice)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert result.error == "NodeOutputError: node 'twice' produced a second output"
@@ -133,7 +136,7 @@ async def test_node_with_two_outputs_fails():
 
 
 @sync
-async def test_node_kinds_and_input_binding():
+async def test_node_kinds_and_input_binding(store_backend):
     class Double(BaseNode):
         def run(self, ctx, node_input):
             return node_input * 2
@@ -148,7 +151,10 @@ async def test_node_kinds_and_input_binding():
     async def agen(node_input):
         yield node_input
 
-    h = Harness(Workflow(name="kinds", edges=[("START", Double("double"), add_one, agen, plain)]))
+    h = Harness(
+        Workflow(name="kinds", edges=[("START", Double("double"), add_one, agen, plain)]),
+        store_backend,
+    )
     result = await h.run(5)
     assert result.output == {"value": 11, "path": "kinds@1/plain@1", "run_id": 1}
     assert list(result.node_runs) == [
@@ -161,7 +167,7 @@ async def test_node_kinds_and_input_binding():
 
 
 @sync
-async def test_route_set_before_interrupt_is_kept_through_resume():
+async def test_route_set_before_interrupt_is_kept_through_resume(store_backend):
     @node
     def classify(ctx, node_input):
         ctx.route = "big" if node_input > 100 else "small"
@@ -175,7 +181,10 @@ async def test_route_set_before_interrupt_is_kept_through_resume():
     def small(node_input):
         return f"small:{node_input}"
 
-    h = Harness(Workflow(name="wf", edges=[("START", classify, {"big": big, "small": small})]))
+    h = Harness(
+        Workflow(name="wf", edges=[("START", classify, {"big": big, "small": small})]),
+        store_backend,
+    )
     await h.run(500)
     done = await h.resume({"confirm": "yes"})
     assert done.output == "big:yes"
@@ -207,7 +216,7 @@ def test_public_surface():
 
 
 @sync
-async def test_join_behind_an_untaken_route_fails_the_workflow_clearly():
+async def test_join_behind_an_untaken_route_fails_the_workflow_clearly(store_backend):
     @node
     def split(ctx):
         ctx.route = "left"
@@ -226,7 +235,7 @@ async def test_join_behind_an_untaken_route_fails_the_workflow_clearly():
         name="routed_join",
         edges=[("START", split, {"left": left, "right": right}), (left, join), (right, join)],
     )
-    result = await Harness(workflow).run(None)
+    result = await Harness(workflow, store_backend).run(None)
     assert result.status == FAILED
     assert result.error == (
         "GraphError: workflow 'routed_join' cannot finish: join 'both' never got input from right"

@@ -3,9 +3,14 @@ never lost to a failure elsewhere, and never applied twice (issue: exactly once,
 
 import asyncio
 
+import pytest
+
 from workflows.engine import JoinNode, RequestInput, Workflow, node
 
 from .helpers import COMPLETED, FAILED, WAITING, Harness, statuses, sync
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 
 def _review_and_check_workflow(fail_check: dict[str, bool]) -> Workflow:
@@ -36,9 +41,9 @@ def _review_and_check_workflow(fail_check: dict[str, bool]) -> Workflow:
 
 
 @sync
-async def test_answer_survives_a_sibling_failure_and_is_applied_on_retry():
+async def test_answer_survives_a_sibling_failure_and_is_applied_on_retry(store_backend):
     fail_check = {"fail": True}
-    h = Harness(_review_and_check_workflow(fail_check))
+    h = Harness(_review_and_check_workflow(fail_check), store_backend)
     first = await h.run("doc")
     assert first.status == WAITING
     assert set(first.interrupts) == {"review-q", "check-q"}
@@ -58,7 +63,7 @@ async def test_answer_survives_a_sibling_failure_and_is_applied_on_retry():
 
 
 @sync
-async def test_answers_accepted_after_a_failure_rebuild_from_events():
+async def test_answers_accepted_after_a_failure_rebuild_from_events(store_backend):
     """Two branches wait; answering the first makes it fail; the second is answered while
     the invocation is FAILED: the checkpoint still agrees with the events."""
 
@@ -72,7 +77,7 @@ async def test_answers_accepted_after_a_failure_rebuild_from_events():
     def second():
         return RequestInput(interrupt_id="q2")
 
-    h = Harness(Workflow(name="wf", edges=[("START", first), ("START", second)]))
+    h = Harness(Workflow(name="wf", edges=[("START", first), ("START", second)]), store_backend)
     started = await h.run()
     failed = await h.resume({"q1": 1})
     assert failed.status == FAILED

@@ -20,9 +20,12 @@ from .helpers import (
     sync,
 )
 
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
+
 
 @sync
-async def test_failed_resumed_node_retried_without_rerunning_upstream():
+async def test_failed_resumed_node_retried_without_rerunning_upstream(store_backend):
     calls: Counter = Counter()
     flaky = {"fail": True}
 
@@ -45,7 +48,7 @@ async def test_failed_resumed_node_retried_without_rerunning_upstream():
         calls["book"] += 1
         return f"booked {node_input['invoice']} for {node_input['approved_by']}"
 
-    h = Harness(Workflow(name="wf", edges=[("START", fetch, approve, book)]))
+    h = Harness(Workflow(name="wf", edges=[("START", fetch, approve, book)]), store_backend)
     first = await h.run("INV-1")
     assert first.status == WAITING
 
@@ -84,7 +87,7 @@ async def test_failed_resumed_node_retried_without_rerunning_upstream():
 
 
 @sync
-async def test_failed_downstream_of_an_answered_interrupt_is_retried_alone():
+async def test_failed_downstream_of_an_answered_interrupt_is_retried_alone(store_backend):
     calls: Counter = Counter()
     flaky = {"fail": True}
 
@@ -100,7 +103,7 @@ async def test_failed_downstream_of_an_answered_interrupt_is_retried_alone():
             raise RuntimeError(f"card declined for {node_input}")
         return f"charged {node_input}"
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask, charge)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask, charge)]), store_backend)
     await h.run()
     failed = await h.resume({"amount": 42})
     assert failed.status == FAILED
@@ -114,7 +117,7 @@ async def test_failed_downstream_of_an_answered_interrupt_is_retried_alone():
 
 
 @sync
-async def test_retry_config_same_run_id_attempt_plus_one_error_event_per_attempt():
+async def test_retry_config_same_run_id_attempt_plus_one_error_event_per_attempt(store_backend):
     attempts = []
 
     @node(retry=RetryConfig(max_attempts=3, backoff=0.001))
@@ -124,7 +127,7 @@ async def test_retry_config_same_run_id_attempt_plus_one_error_event_per_attempt
             raise TimeoutError(f"attempt {ctx.attempt}")
         return "ok"
 
-    h = Harness(Workflow(name="wf", edges=[("START", flaky)]))
+    h = Harness(Workflow(name="wf", edges=[("START", flaky)]), store_backend)
     done = await h.run()
     assert done.status == COMPLETED
     assert done.output == "ok"
@@ -139,7 +142,7 @@ async def test_retry_config_same_run_id_attempt_plus_one_error_event_per_attempt
 
 
 @sync
-async def test_retry_config_exhausted_then_runner_retry_adds_one_attempt():
+async def test_retry_config_exhausted_then_runner_retry_adds_one_attempt(store_backend):
     attempts = []
     fixed = {"now": False}
 
@@ -150,7 +153,7 @@ async def test_retry_config_exhausted_then_runner_retry_adds_one_attempt():
             raise ValueError(f"bad attempt {ctx.attempt}")
         return f"ok at {ctx.attempt}"
 
-    h = Harness(Workflow(name="wf", edges=[("START", flaky)]))
+    h = Harness(Workflow(name="wf", edges=[("START", flaky)]), store_backend)
     failed = await h.run()
     assert failed.status == FAILED
     assert failed.error == "ValueError: bad attempt 2"
@@ -169,7 +172,7 @@ async def test_retry_config_exhausted_then_runner_retry_adds_one_attempt():
 
 
 @sync
-async def test_resume_keeps_the_attempt_number():
+async def test_resume_keeps_the_attempt_number(store_backend):
     @node(rerun_on_resume=True, retry=RetryConfig(max_attempts=3, backoff=0.001))
     def ask(ctx, node_input):
         if ctx.attempt == 1:
@@ -178,7 +181,7 @@ async def test_resume_keeps_the_attempt_number():
             return RequestInput(interrupt_id="q")
         return [ctx.attempt, ctx.resume_inputs["q"]]
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     first = await h.run()
     assert first.node_runs["wf@1/ask@1"].attempt == 2
     done = await h.resume({"q": "a"})
@@ -187,7 +190,7 @@ async def test_resume_keeps_the_attempt_number():
 
 
 @sync
-async def test_failure_cancels_in_flight_siblings():
+async def test_failure_cancels_in_flight_siblings(store_backend):
     started = asyncio.Event()
     finished = []
 
@@ -206,7 +209,9 @@ async def test_failure_cancels_in_flight_siblings():
     def after_slow(node_input):
         finished.append("after_slow")
 
-    h = Harness(Workflow(name="wf", edges=[("START", slow, after_slow), ("START", boom)]))
+    h = Harness(
+        Workflow(name="wf", edges=[("START", slow, after_slow), ("START", boom)]), store_backend
+    )
     result = await asyncio.wait_for(h.run(), timeout=5)
     assert result.status == FAILED
     assert result.error == "RuntimeError: boom"
@@ -223,7 +228,7 @@ async def test_failure_cancels_in_flight_siblings():
 
 @pytest.mark.parametrize("delay_steps", range(8))
 @sync
-async def test_failure_leaves_no_sibling_pending_or_running(delay_steps):
+async def test_failure_leaves_no_sibling_pending_or_running(store_backend, delay_steps):
     """Whatever point the siblings reached (dispatched, started, mid-body), a failure
     leaves every triggered node run in a final state, and retry finishes the work."""
     calls: Counter = Counter()
@@ -253,7 +258,7 @@ async def test_failure_leaves_no_sibling_pending_or_running(delay_steps):
         await asyncio.sleep(0.05)
         return 3
 
-    h = Harness(Workflow(name="wf", edges=[("START", boom), ("START", a, b, c)]))
+    h = Harness(Workflow(name="wf", edges=[("START", boom), ("START", a, b, c)]), store_backend)
     failed = await h.run()
     assert failed.status == FAILED
     assert failed.error == "RuntimeError: boom"
@@ -272,7 +277,7 @@ async def test_failure_leaves_no_sibling_pending_or_running(delay_steps):
 
 
 @sync
-async def test_retry_keeps_waiting_on_still_pending_interrupts():
+async def test_retry_keeps_waiting_on_still_pending_interrupts(store_backend):
     """A rerun node waiting on two ids fails on the first answer; retry re-executes it
     with that answer and it still waits on the other (prior interrupt ids carried)."""
     flaky = {"fail": True}
@@ -290,7 +295,7 @@ async def test_retry_keeps_waiting_on_still_pending_interrupts():
         if len(ctx.resume_inputs) == 2:
             yield dict(ctx.resume_inputs)
 
-    h = Harness(Workflow(name="wf", edges=[("START", collect)]))
+    h = Harness(Workflow(name="wf", edges=[("START", collect)]), store_backend)
     await h.run()
     failed = await h.resume({"p": 1})
     assert failed.status == FAILED
@@ -307,19 +312,19 @@ async def test_retry_keeps_waiting_on_still_pending_interrupts():
 
 
 @sync
-async def test_retry_only_applies_to_failed_invocations():
+async def test_retry_only_applies_to_failed_invocations(store_backend):
     @node
     def ask(node_input):
         return RequestInput(interrupt_id="r")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     first = await h.run()
     with pytest.raises(InvocationStateError):
         await h.retry(first.invocation_id)
 
 
 @sync
-async def test_answer_accepted_while_failed_is_used_by_retry():
+async def test_answer_accepted_while_failed_is_used_by_retry(store_backend):
     flaky = {"fail": True}
 
     @node(rerun_on_resume=True)
@@ -336,7 +341,7 @@ async def test_answer_accepted_while_failed_is_used_by_retry():
         if len(ctx.resume_inputs) == 2:
             yield dict(ctx.resume_inputs)
 
-    h = Harness(Workflow(name="wf", edges=[("START", collect)]))
+    h = Harness(Workflow(name="wf", edges=[("START", collect)]), store_backend)
     await h.run()
     failed = await h.resume({"p": 1})
     assert failed.status == FAILED
@@ -351,7 +356,7 @@ async def test_answer_accepted_while_failed_is_used_by_retry():
 
 
 @sync
-async def test_parallel_worker_item_failure_cancels_the_other_items():
+async def test_parallel_worker_item_failure_cancels_the_other_items(store_backend):
     finished = []
     broken = {"yes": True}
     running: set[int] = set()
@@ -372,7 +377,7 @@ async def test_parallel_worker_item_failure_cancels_the_other_items():
         finished.append(node_input)
         return node_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", item)]))
+    h = Harness(Workflow(name="wf", edges=[("START", item)]), store_backend)
     failed = await h.run([0, 1, 2])
     assert failed.status == FAILED
     assert failed.error == "RuntimeError: item 0 broke"
@@ -404,7 +409,7 @@ async def recorded(ctx, path: str, status) -> None:
 
 
 @sync
-async def test_cancelled_nested_workflow_is_re_driven_by_retry():
+async def test_cancelled_nested_workflow_is_re_driven_by_retry(store_backend):
     broken = {"yes": True}
     calls: Counter = Counter()
     slow_running = asyncio.Event()
@@ -430,7 +435,7 @@ async def test_cancelled_nested_workflow_is_re_driven_by_retry():
             raise RuntimeError("boom")
 
     inner = Workflow(name="inner", edges=[("START", ask), ("START", slow)])
-    h = Harness(Workflow(name="wf", edges=[("START", inner), ("START", boom)]))
+    h = Harness(Workflow(name="wf", edges=[("START", inner), ("START", boom)]), store_backend)
     failed = await h.run()
     assert statuses(failed) == {
         "wf@1": FAILED,

@@ -18,6 +18,9 @@ from .helpers import (
     sync,
 )
 
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
+
 # --- Nested workflows whose children both interrupt --------------------------------------
 
 
@@ -43,7 +46,7 @@ def branch(letter: str, calls: Counter) -> Workflow:
 
 
 @sync
-async def test_nested_workflows_resume_one_child_at_a_time_then_join():
+async def test_nested_workflows_resume_one_child_at_a_time_then_join(store_backend):
     calls: Counter = Counter()
 
     @node
@@ -57,7 +60,7 @@ async def test_nested_workflows_resume_one_child_at_a_time_then_join():
         name="outer",
         edges=[("START", inner_a, join), ("START", inner_b, join), (join, final)],
     )
-    h = Harness(outer)
+    h = Harness(outer, store_backend)
 
     first = await h.run("req")
     assert first.status == WAITING
@@ -115,7 +118,7 @@ async def test_nested_workflows_resume_one_child_at_a_time_then_join():
 
 
 @sync
-async def test_join_waits_across_a_resume():
+async def test_join_waits_across_a_resume(store_backend):
     calls: Counter = Counter()
 
     @node
@@ -139,7 +142,8 @@ async def test_join_waits_across_a_resume():
 
     join = CountingJoin("join")
     h = Harness(
-        Workflow(name="wf", edges=[("START", fast, join), ("START", ask, join), (join, total)])
+        Workflow(name="wf", edges=[("START", fast, join), ("START", ask, join), (join, total)]),
+        store_backend,
     )
     first = await h.run(5)
     assert statuses(first) == {
@@ -165,13 +169,13 @@ async def test_join_waits_across_a_resume():
 
 
 @sync
-async def test_join_fed_by_start_keys_it_start():
+async def test_join_fed_by_start_keys_it_start(store_backend):
     @node
     def other(node_input):
         return node_input + 1
 
     join = JoinNode("join")
-    h = Harness(Workflow(name="wf", edges=[("START", join), ("START", other, join)]))
+    h = Harness(Workflow(name="wf", edges=[("START", join), ("START", other, join)]), store_backend)
     done = await h.run(1)
     assert done.output == {"START": 1, "other": 2}
 
@@ -217,9 +221,9 @@ def review_loop(calls: Counter) -> Workflow:
 
 
 @sync
-async def test_review_loop_fresh_run_ids_and_stale_answers():
+async def test_review_loop_fresh_run_ids_and_stale_answers(store_backend):
     calls: Counter = Counter()
-    h = Harness(review_loop(calls))
+    h = Harness(review_loop(calls), store_backend)
 
     first = await h.run("essay")
     assert first.status == WAITING
@@ -281,7 +285,7 @@ async def test_review_loop_fresh_run_ids_and_stale_answers():
 
 
 @sync
-async def test_parallel_worker_items_resume_one_by_one_in_input_order():
+async def test_parallel_worker_items_resume_one_by_one_in_input_order(store_backend):
     calls: Counter = Counter()
 
     @node(parallel_worker=True, rerun_on_resume=True)
@@ -297,7 +301,7 @@ async def test_parallel_worker_items_resume_one_by_one_in_input_order():
     def summary(node_input):
         return {"results": node_input}
 
-    h = Harness(Workflow(name="wf", edges=[("START", check, summary)]))
+    h = Harness(Workflow(name="wf", edges=[("START", check, summary)]), store_backend)
     first = await h.run([1, 2, 3, 4])
     assert first.status == WAITING
     assert set(first.interrupts) == {"item-2", "item-4"}
@@ -334,12 +338,12 @@ async def test_parallel_worker_items_resume_one_by_one_in_input_order():
 
 
 @sync
-async def test_parallel_worker_without_rerun_auto_completes_items():
+async def test_parallel_worker_without_rerun_auto_completes_items(store_backend):
     @node(parallel_worker=True)
     def ask(node_input):
         return RequestInput(interrupt_id=f"q-{node_input}")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     await h.run(["x", "y"])
     await h.resume({"q-y": "Y"})
     done = await h.resume({"q-x": "X"})
@@ -350,7 +354,7 @@ async def test_parallel_worker_without_rerun_auto_completes_items():
 
 
 @sync
-async def test_dynamic_children_completed_child_not_reexecuted():
+async def test_dynamic_children_completed_child_not_reexecuted(store_backend):
     calls: Counter = Counter()
 
     @node
@@ -373,7 +377,7 @@ async def test_dynamic_children_completed_child_not_reexecuted():
             return None
         return {"fetched": [first, second], "answer": answer}
 
-    h = Harness(Workflow(name="wf", edges=[("START", orchestrate)]))
+    h = Harness(Workflow(name="wf", edges=[("START", orchestrate)]), store_backend)
     first = await h.run(3)
     assert first.status == WAITING
     assert statuses(first) == {
@@ -395,7 +399,7 @@ async def test_dynamic_children_completed_child_not_reexecuted():
 
 
 @sync
-async def test_run_node_without_rerun_on_resume_fails():
+async def test_run_node_without_rerun_on_resume_fails(store_backend):
     @node
     def child(node_input):
         return node_input
@@ -404,7 +408,7 @@ async def test_run_node_without_rerun_on_resume_fails():
     async def orchestrate(ctx, node_input):
         return await ctx.run_node(child, node_input)
 
-    h = Harness(Workflow(name="wf", edges=[("START", orchestrate)]))
+    h = Harness(Workflow(name="wf", edges=[("START", orchestrate)]), store_backend)
     result = await h.run(1)
     assert result.status == FAILED
     assert "rerun_on_resume=True" in result.error

@@ -9,6 +9,9 @@ from workflows.engine import Context, NodeRunner, RequestInput, Workflow, node
 
 from .helpers import COMPLETED, WAITING, Harness, statuses, sync
 
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
+
 
 def two_question_workflow(rerun: bool, calls: list[dict[str, Any]]) -> Workflow:
     """START -> ask (raises "a" and "b") -> after."""
@@ -33,9 +36,9 @@ def two_question_workflow(rerun: bool, calls: list[dict[str, Any]]) -> Workflow:
 
 
 @sync
-async def test_rerun_true_partial_reexecutes_with_partial_inputs_and_keeps_waiting():
+async def test_rerun_true_partial_reexecutes_with_partial_inputs_and_keeps_waiting(store_backend):
     calls: list[dict[str, Any]] = []
-    h = Harness(two_question_workflow(True, calls))
+    h = Harness(two_question_workflow(True, calls), store_backend)
     first = await h.run("order-7")
     assert first.status == WAITING
     assert set(first.interrupts) == {"a", "b"}
@@ -70,9 +73,9 @@ async def test_rerun_true_partial_reexecutes_with_partial_inputs_and_keeps_waiti
 
 
 @sync
-async def test_rerun_true_all_reexecutes_once_with_all_inputs():
+async def test_rerun_true_all_reexecutes_once_with_all_inputs(store_backend):
     calls: list[dict[str, Any]] = []
-    h = Harness(two_question_workflow(True, calls))
+    h = Harness(two_question_workflow(True, calls), store_backend)
     await h.run("order-8")
     done = await h.resume({"a": 1, "b": 2})
     assert calls == [{}, {"a": 1, "b": 2}]
@@ -86,9 +89,9 @@ async def test_rerun_true_all_reexecutes_once_with_all_inputs():
 
 
 @sync
-async def test_rerun_false_partial_stays_waiting_without_executing():
+async def test_rerun_false_partial_stays_waiting_without_executing(store_backend):
     calls: list[dict[str, Any]] = []
-    h = Harness(two_question_workflow(False, calls))
+    h = Harness(two_question_workflow(False, calls), store_backend)
     await h.run("x")
     partial = await h.resume({"a": "yes"})
     assert calls == [{}]  # the body did not run again
@@ -100,9 +103,9 @@ async def test_rerun_false_partial_stays_waiting_without_executing():
 
 
 @sync
-async def test_rerun_false_all_in_two_steps_auto_completes_with_dict_of_responses():
+async def test_rerun_false_all_in_two_steps_auto_completes_with_dict_of_responses(store_backend):
     calls: list[dict[str, Any]] = []
-    h = Harness(two_question_workflow(False, calls))
+    h = Harness(two_question_workflow(False, calls), store_backend)
     await h.run("x")
     await h.resume({"a": "yes"})
     done = await h.resume({"b": {"reason": "late"}})
@@ -114,9 +117,9 @@ async def test_rerun_false_all_in_two_steps_auto_completes_with_dict_of_response
 
 
 @sync
-async def test_rerun_false_all_at_once_auto_completes_with_dict_of_responses():
+async def test_rerun_false_all_at_once_auto_completes_with_dict_of_responses(store_backend):
     calls: list[dict[str, Any]] = []
-    h = Harness(two_question_workflow(False, calls))
+    h = Harness(two_question_workflow(False, calls), store_backend)
     await h.run("x")
     done = await h.resume({"b": False, "a": True})
     assert calls == [{}]
@@ -126,7 +129,7 @@ async def test_rerun_false_all_at_once_auto_completes_with_dict_of_responses():
 
 
 @sync
-async def test_rerun_false_single_response_is_the_output():
+async def test_rerun_false_single_response_is_the_output(store_backend):
     calls = []
 
     @node
@@ -138,7 +141,7 @@ async def test_rerun_false_single_response_is_the_output():
     def book(node_input):
         return f"booked: {node_input}"
 
-    h = Harness(Workflow(name="wf", edges=[("START", approve, book)]))
+    h = Harness(Workflow(name="wf", edges=[("START", approve, book)]), store_backend)
     first = await h.run("trip")
     assert statuses(first) == {"wf@1": WAITING, "wf@1/approve@1": WAITING}
     done = await h.resume({"approve-1": {"approved": True}})
@@ -156,7 +159,7 @@ async def test_rerun_false_single_response_is_the_output():
 
 
 @sync
-async def test_node_runner_rerun_carries_prior_output_and_ids_and_merges_new_ones():
+async def test_node_runner_rerun_carries_prior_output_and_ids_and_merges_new_ones(store_backend):
     seen = {}
 
     @node(rerun_on_resume=True)
@@ -194,7 +197,7 @@ async def test_node_runner_rerun_carries_prior_output_and_ids_and_merges_new_one
 
 
 @sync
-async def test_node_runner_rerun_new_output_replaces_prior():
+async def test_node_runner_rerun_new_output_replaces_prior(store_backend):
     @node(rerun_on_resume=True)
     def step(ctx, node_input):
         return f"final from {ctx.resume_inputs['fc-1']}"
@@ -213,7 +216,7 @@ async def test_node_runner_rerun_new_output_replaces_prior():
 
 
 @sync
-async def test_node_runner_rerun_without_output_keeps_prior_and_completes():
+async def test_node_runner_rerun_without_output_keeps_prior_and_completes(store_backend):
     @node(rerun_on_resume=True)
     def step(ctx, node_input):
         return None
@@ -228,7 +231,7 @@ async def test_node_runner_rerun_without_output_keeps_prior_and_completes():
 
 
 @sync
-async def test_node_runner_no_rerun_partial_waits_and_all_auto_completes():
+async def test_node_runner_no_rerun_partial_waits_and_all_auto_completes(store_backend):
     calls = []
 
     @node
@@ -284,7 +287,7 @@ async def test_node_runner_no_rerun_partial_waits_and_all_auto_completes():
 )
 @sync
 async def test_output_and_interrupt_in_one_execution(
-    rerun, revise, expected_downstream_input, expected_calls
+    store_backend, rerun, revise, expected_downstream_input, expected_calls
 ):
     calls = []
     received = []
@@ -304,7 +307,7 @@ async def test_output_and_interrupt_in_one_execution(
         received.append(node_input)
         return {"published": node_input}
 
-    h = Harness(Workflow(name="wf", edges=[("START", draft, publish)]))
+    h = Harness(Workflow(name="wf", edges=[("START", draft, publish)]), store_backend)
     first = await h.run("essay")
     assert first.status == WAITING
     assert statuses(first) == {"wf@1": WAITING, "wf@1/draft@1": WAITING}

@@ -29,11 +29,12 @@ from .helpers import (
     WAITING,
     Harness,
     interrupt_events,
-    new_store,
-    snapshot,
     statuses,
     sync,
 )
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 EXPENSE_SCHEMA = {
     "type": "object",
@@ -67,8 +68,8 @@ def approval_workflow(name: str = "expense", schema=EXPENSE_SCHEMA) -> Workflow:
 
 
 @sync
-async def test_unknown_interrupt_id_leaves_store_unchanged():
-    h = Harness(approval_workflow())
+async def test_unknown_interrupt_id_leaves_store_unchanged(store_backend):
+    h = Harness(approval_workflow(), store_backend)
     await h.run(10)
     before = await h.snapshot()
     with pytest.raises(UnknownInterruptError) as excinfo:
@@ -82,8 +83,10 @@ async def test_unknown_interrupt_id_leaves_store_unchanged():
 
 
 @sync
-async def test_conflicting_repeat_leaves_store_unchanged_and_identical_repeat_succeeds():
-    h = Harness(approval_workflow())
+async def test_conflicting_repeat_leaves_store_unchanged_and_identical_repeat_succeeds(
+    store_backend,
+):
+    h = Harness(approval_workflow(), store_backend)
     await h.run(10)
     done = await h.resume({"approve-10": {"approved": True, "comment": "fine"}})
     assert done.status == COMPLETED
@@ -110,8 +113,10 @@ async def test_conflicting_repeat_leaves_store_unchanged_and_identical_repeat_su
     ],
 )
 @sync
-async def test_invalid_payload_names_the_field_and_leaves_store_unchanged(response, field):
-    h = Harness(approval_workflow())
+async def test_invalid_payload_names_the_field_and_leaves_store_unchanged(
+    store_backend, response, field
+):
+    h = Harness(approval_workflow(), store_backend)
     await h.run(10)
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as excinfo:
@@ -124,13 +129,13 @@ async def test_invalid_payload_names_the_field_and_leaves_store_unchanged(respon
 
 
 @sync
-async def test_one_invalid_answer_rejects_the_whole_submission():
+async def test_one_invalid_answer_rejects_the_whole_submission(store_backend):
     @node
     def ask(node_input):
         yield RequestInput(interrupt_id="ok", response_schema=bool)
         yield RequestInput(interrupt_id="count", response_schema=int)
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     await h.run()
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as excinfo:
@@ -143,8 +148,8 @@ async def test_one_invalid_answer_rejects_the_whole_submission():
 
 
 @sync
-async def test_answers_for_two_invocations_in_one_call_leave_store_unchanged():
-    h = Harness(approval_workflow())
+async def test_answers_for_two_invocations_in_one_call_leave_store_unchanged(store_backend):
+    h = Harness(approval_workflow(), store_backend)
     first = await h.run(10)
     second = await h.run(20)
     assert first.invocation_id != second.invocation_id
@@ -164,8 +169,8 @@ async def test_answers_for_two_invocations_in_one_call_leave_store_unchanged():
 
 
 @sync
-async def test_result_wrapper_with_json_string_is_unwrapped_before_validation():
-    h = Harness(approval_workflow())
+async def test_result_wrapper_with_json_string_is_unwrapped_before_validation(store_backend):
+    h = Harness(approval_workflow(), store_backend)
     await h.run(10)
     done = await h.resume({"approve-10": {"result": '{"approved": true, "comment": "ok"}'}})
     assert done.status == COMPLETED
@@ -182,8 +187,8 @@ async def test_result_wrapper_with_json_string_is_unwrapped_before_validation():
 
 
 @sync
-async def test_result_wrapper_with_plain_value_and_bool_schema():
-    h = Harness(approval_workflow(schema=bool))
+async def test_result_wrapper_with_plain_value_and_bool_schema(store_backend):
+    h = Harness(approval_workflow(schema=bool), store_backend)
     first = await h.run(10)
     assert first.interrupts["approve-10"].response_schema == {"type": "boolean"}
     before = await h.snapshot()
@@ -200,12 +205,12 @@ async def test_result_wrapper_with_plain_value_and_bool_schema():
 
 
 @sync
-async def test_resume_from_a_fresh_runner_on_the_same_store():
-    store = new_store()
-    first = await Harness(approval_workflow(), store=store).run(10)
+async def test_resume_from_a_fresh_runner_on_the_same_store(store_backend):
+    store = store_backend.new_store()
+    first = await Harness(approval_workflow(), store_backend, store=store).run(10)
     assert first.status == WAITING
 
-    fresh = Harness(approval_workflow(), store=store)  # e.g. another process
+    fresh = Harness(approval_workflow(), store_backend, store=store)  # e.g. another process
     done = await fresh.resume({"approve-10": {"approved": True}})
     assert done.invocation_id == first.invocation_id
     assert done.status == COMPLETED
@@ -220,27 +225,27 @@ async def test_resume_from_a_fresh_runner_on_the_same_store():
 
 
 @sync
-async def test_runner_of_another_workflow_does_not_know_the_interrupt():
-    store = new_store()
-    await Harness(approval_workflow(), store=store).run(10)
-    other = Harness(approval_workflow(name="other"), store=store)
-    before = await snapshot(store)
+async def test_runner_of_another_workflow_does_not_know_the_interrupt(store_backend):
+    store = store_backend.new_store()
+    await Harness(approval_workflow(), store_backend, store=store).run(10)
+    other = Harness(approval_workflow(name="other"), store_backend, store=store)
+    before = await store_backend.snapshot(store)
     with pytest.raises(UnknownInterruptError):
         await other.resume({"approve-10": {"approved": True}})
-    assert await snapshot(store) == before
+    assert await store_backend.snapshot(store) == before
 
 
 # --- Cancel ------------------------------------------------------------------------------
 
 
 @sync
-async def test_cancel_cancels_pending_interrupts_and_rejects_later_answers():
+async def test_cancel_cancels_pending_interrupts_and_rejects_later_answers(store_backend):
     @node
     def ask(node_input):
         yield RequestInput(interrupt_id="c-1")
         yield RequestInput(interrupt_id="c-2")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     first = await h.run()
     await h.resume({"c-1": "partial"})
 
@@ -260,7 +265,7 @@ async def test_cancel_cancels_pending_interrupts_and_rejects_later_answers():
 
 
 @sync
-async def test_cancel_while_running_stops_at_the_next_checkpoint():
+async def test_cancel_while_running_stops_at_the_next_checkpoint(store_backend):
     calls = []
     holder = {}
 
@@ -276,7 +281,7 @@ async def test_cancel_while_running_stops_at_the_next_checkpoint():
         calls.append("second")
         return node_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", first, second)]))
+    h = Harness(Workflow(name="wf", edges=[("START", first, second)]), store_backend)
     holder["runner"] = h.runner
     result = await h.run()
     assert result.status == CANCELLED
@@ -290,7 +295,7 @@ async def test_cancel_while_running_stops_at_the_next_checkpoint():
 
 
 @sync
-async def test_function_call_interrupt_from_a_nested_leaf():
+async def test_function_call_interrupt_from_a_nested_leaf(store_backend):
     @node
     def request(node_input):
         yield Event(
@@ -304,7 +309,7 @@ async def test_function_call_interrupt_from_a_nested_leaf():
 
     inner = Workflow(name="inner", edges=[("START", request, after)])
     outer = Workflow(name="outer", edges=[("START", inner)])
-    h = Harness(outer)
+    h = Harness(outer, store_backend)
     first = await h.run(125)
     assert first.status == WAITING
     assert list(first.interrupts) == ["fc-1"]
@@ -331,12 +336,12 @@ async def test_function_call_interrupt_from_a_nested_leaf():
 
 
 @sync
-async def test_interrupt_id_held_by_another_invocation_fails_naming_the_id():
+async def test_interrupt_id_held_by_another_invocation_fails_naming_the_id(store_backend):
     @node
     def ask(node_input):
         return RequestInput(interrupt_id="shared-id")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     first = await h.run(1)
     assert first.status == WAITING
     second = await h.run(2)
@@ -352,7 +357,7 @@ async def test_interrupt_id_held_by_another_invocation_fails_naming_the_id():
 
 
 @sync
-async def test_interrupt_id_answered_in_an_earlier_loop_iteration_fails():
+async def test_interrupt_id_answered_in_an_earlier_loop_iteration_fails(store_backend):
     @node
     def ask(node_input):
         # A fixed id: the second loop iteration raises an id its first one already used.
@@ -363,7 +368,9 @@ async def test_interrupt_id_answered_in_an_earlier_loop_iteration_fails():
         ctx.route = "again"
         return node_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask, decide), (decide, {"again": ask})]))
+    h = Harness(
+        Workflow(name="wf", edges=[("START", ask, decide), (decide, {"again": ask})]), store_backend
+    )
     await h.run()
     second = await h.resume({"same-every-time": "first answer"})
     assert second.status == FAILED
@@ -373,7 +380,7 @@ async def test_interrupt_id_answered_in_an_earlier_loop_iteration_fails():
 
 
 @sync
-async def test_rerun_node_may_reraise_its_own_pending_id():
+async def test_rerun_node_may_reraise_its_own_pending_id(store_backend):
     calls = []
 
     @node(rerun_on_resume=True)
@@ -385,7 +392,7 @@ async def test_rerun_node_may_reraise_its_own_pending_id():
         if len(ctx.resume_inputs) == 2:
             yield dict(ctx.resume_inputs)
 
-    h = Harness(Workflow(name="wf", edges=[("START", collect)]))
+    h = Harness(Workflow(name="wf", edges=[("START", collect)]), store_backend)
     await h.run()
     partial = await h.resume({"y": 2})
     assert partial.status == WAITING
@@ -397,13 +404,13 @@ async def test_rerun_node_may_reraise_its_own_pending_id():
 
 
 @sync
-async def test_generated_interrupt_ids_are_unique():
+async def test_generated_interrupt_ids_are_unique(store_backend):
     @node
     def ask(node_input):
         yield RequestInput(message="one")
         yield RequestInput(message="two")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     results = await asyncio.gather(h.run(), h.run())
     ids = [i for r in results for i in r.interrupts]
     assert len(ids) == 4 and len(set(ids)) == 4
@@ -423,7 +430,7 @@ async def answered(h: Harness, *interrupt_ids: str) -> None:
 
 
 @sync
-async def test_concurrent_answers_to_one_invocation_each_apply_once():
+async def test_concurrent_answers_to_one_invocation_each_apply_once(store_backend):
     calls: Counter = Counter()
     keys: dict[int, set[str]] = {}
     running = asyncio.Event()
@@ -444,7 +451,7 @@ async def test_concurrent_answers_to_one_invocation_each_apply_once():
         await running.wait()
         return await asyncio.gather(*(h.resume({f"q{i}": i * 10}) for i in (2, 3)))
 
-    h = Harness(Workflow(name="wf", edges=[("START", item)]))
+    h = Harness(Workflow(name="wf", edges=[("START", item)]), store_backend)
     first = await h.run([1, 2, 3])
     result, others = await asyncio.gather(h.resume({"q1": 10}), answer_the_others())
     assert {r.invocation_id for r in [result, *others]} == {first.invocation_id}
@@ -457,13 +464,13 @@ async def test_concurrent_answers_to_one_invocation_each_apply_once():
 
 
 @sync
-async def test_identical_repeat_with_a_new_answer_accepts_the_new_one():
+async def test_identical_repeat_with_a_new_answer_accepts_the_new_one(store_backend):
     @node
     def ask(node_input):
         yield RequestInput(interrupt_id="m1")
         yield RequestInput(interrupt_id="m2")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     await h.run()
     await h.resume({"m1": "one"})
     done = await h.resume({"m1": "one", "m2": "two"})

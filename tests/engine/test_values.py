@@ -14,7 +14,10 @@ from workflows.engine.errors import (
     ResponseValidationError,
 )
 
-from .helpers import COMPLETED, FAILED, WAITING, Harness, new_store, snapshot, statuses, sync
+from .helpers import COMPLETED, FAILED, WAITING, Harness, statuses, sync
+
+# The store conformance suite: every test once per store (conftest.py: store_backend).
+pytestmark = pytest.mark.usefixtures("store_backend")
 
 
 def _deep(depth: int) -> list:
@@ -25,7 +28,7 @@ def _deep(depth: int) -> list:
 
 
 @sync
-async def test_outputs_are_stored_as_django_json_encodes_them():
+async def test_outputs_are_stored_as_django_json_encodes_them(store_backend):
     @node
     def compute():
         return {
@@ -39,7 +42,7 @@ async def test_outputs_are_stored_as_django_json_encodes_them():
     def after(node_input):
         return node_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", compute, after)]))
+    h = Harness(Workflow(name="wf", edges=[("START", compute, after)]), store_backend)
     done = await h.run()
     assert done.status == COMPLETED
     expected = {"amount": "12.50", "at": "2026-01-02T03:04:05.678Z", "day": "2026-01-02"}
@@ -59,7 +62,9 @@ async def test_outputs_are_stored_as_django_json_encodes_them():
     ],
 )
 @sync
-async def test_an_output_no_store_can_keep_fails_its_node_and_keeps_upstream(value, reason):
+async def test_an_output_no_store_can_keep_fails_its_node_and_keeps_upstream(
+    store_backend, value, reason
+):
     @node
     def upstream():
         return "fine"
@@ -68,7 +73,7 @@ async def test_an_output_no_store_can_keep_fails_its_node_and_keeps_upstream(val
     def bad():
         return value
 
-    h = Harness(Workflow(name="wf", edges=[("START", upstream, bad)]))
+    h = Harness(Workflow(name="wf", edges=[("START", upstream, bad)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert reason in result.error
@@ -82,12 +87,12 @@ async def test_an_output_no_store_can_keep_fails_its_node_and_keeps_upstream(val
 
 
 @sync
-async def test_an_exception_message_with_nul_is_kept_readable():
+async def test_an_exception_message_with_nul_is_kept_readable(store_backend):
     @node
     def bad():
         raise ValueError("broken \x00 text \ud800")
 
-    h = Harness(Workflow(name="wf", edges=[("START", bad)]))
+    h = Harness(Workflow(name="wf", edges=[("START", bad)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert result.error == "ValueError: broken \\x00 text \\ud800"
@@ -103,12 +108,12 @@ async def test_an_exception_message_with_nul_is_kept_readable():
     ],
 )
 @sync
-async def test_an_interrupt_no_store_can_keep_fails_its_node(request_input, reason):
+async def test_an_interrupt_no_store_can_keep_fails_its_node(store_backend, request_input, reason):
     @node
     def ask():
         return request_input
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert reason in result.error
@@ -116,7 +121,7 @@ async def test_an_interrupt_no_store_can_keep_fails_its_node(request_input, reas
 
 
 @sync
-async def test_an_over_long_route_fails_its_node_on_every_store():
+async def test_an_over_long_route_fails_its_node_on_every_store(store_backend):
     @node
     def choose(ctx):
         ctx.route = "r" * 201
@@ -126,7 +131,7 @@ async def test_an_over_long_route_fails_its_node_on_every_store():
     def never():
         return "no"
 
-    h = Harness(Workflow(name="wf", edges=[("START", choose, {"r" * 201: never})]))
+    h = Harness(Workflow(name="wf", edges=[("START", choose, {"r" * 201: never})]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert "route of node 'choose'" in result.error and "over 200" in result.error
@@ -144,39 +149,39 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("value", BAD_VALUES)
 @sync
-async def test_a_bad_answer_is_refused_and_changes_nothing(value):
+async def test_a_bad_answer_is_refused_and_changes_nothing(store_backend, value):
     @node
     def ask():
         return RequestInput(interrupt_id="q")
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     waiting = await h.run()
     assert waiting.status == WAITING
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as raised:
         await h.resume({"q": value})
     assert raised.value.code == "invalid_response"
-    assert raised.value.field == "response"
+    assert raised.value.field == "function_responses[0].response"
     assert await h.snapshot() == before
 
 
 @pytest.mark.parametrize("value", BAD_VALUES)
 @sync
-async def test_a_bad_input_is_refused_before_anything_is_stored(value):
+async def test_a_bad_input_is_refused_before_anything_is_stored(store_backend, value):
     @node
     def echo(node_input):
         return node_input
 
-    store = new_store()
-    before = await snapshot(store)
+    store = store_backend.new_store()
+    before = await store_backend.snapshot(store)
     with pytest.raises(InputValidationError) as raised:
         await Runner(Workflow(name="wf", edges=[("START", echo)]), store=store).run(value)
     assert raised.value.code == "invalid_input"
-    assert await snapshot(store) == before
+    assert await store_backend.snapshot(store) == before
 
 
 @sync
-async def test_size_limit_applies_to_inputs_outputs_and_answers():
+async def test_size_limit_applies_to_inputs_outputs_and_answers(store_backend):
     @node
     def ask(node_input):
         return RequestInput(interrupt_id="big-q")
@@ -185,7 +190,7 @@ async def test_size_limit_applies_to_inputs_outputs_and_answers():
     def grow(node_input):
         return "x" * 5_000
 
-    store = new_store()
+    store = store_backend.new_store()
     limited = Runner(Workflow(name="wf", edges=[("START", ask, grow)]), store=store)
     limited.max_value_bytes = 1_000
     with pytest.raises(PayloadTooLargeError) as too_big:
@@ -207,7 +212,7 @@ def _answer(interrupt_id, value):
 
 
 @sync
-async def test_a_node_over_its_timeout_fails_with_a_clear_error():
+async def test_a_node_over_its_timeout_fails_with_a_clear_error(store_backend):
     @node(timeout=0.05)
     async def slow():
         await asyncio.Event().wait()  # never set: only the timeout ends it
@@ -216,18 +221,18 @@ async def test_a_node_over_its_timeout_fails_with_a_clear_error():
     async def raises_its_own_timeout():
         raise TimeoutError("upstream API timed out")
 
-    h = Harness(Workflow(name="wf", edges=[("START", slow)]))
+    h = Harness(Workflow(name="wf", edges=[("START", slow)]), store_backend)
     result = await h.run()
     assert result.status == FAILED
     assert result.error == "NodeTimeoutError: node 'slow' timed out after 0.05 s"
 
-    h2 = Harness(Workflow(name="wf2", edges=[("START", raises_its_own_timeout)]))
+    h2 = Harness(Workflow(name="wf2", edges=[("START", raises_its_own_timeout)]), store_backend)
     own = await h2.run()
     assert own.error == "TimeoutError: upstream API timed out"
 
 
 @sync
-async def test_a_schema_error_reports_every_problem_with_its_path():
+async def test_a_schema_error_reports_every_problem_with_its_path(store_backend):
     schema = {
         "type": "object",
         "properties": {
@@ -241,7 +246,7 @@ async def test_a_schema_error_reports_every_problem_with_its_path():
     def ask():
         return RequestInput(interrupt_id="many-q", response_schema=schema)
 
-    h = Harness(Workflow(name="wf", edges=[("START", ask)]))
+    h = Harness(Workflow(name="wf", edges=[("START", ask)]), store_backend)
     await h.run()
     before = await h.snapshot()
     with pytest.raises(ResponseValidationError) as raised:

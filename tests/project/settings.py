@@ -2,8 +2,8 @@
 settings, tasks run in-process on commit, the test workflows of tests/project/workflows.py.
 
 The database comes from DATABASE_URL (SQLite without it). When that is PostgreSQL an extra
-in-memory SQLite alias lets the durable-store suite run on both backends in one session
-(STORE_DATABASES lists the aliases it runs on).
+in-memory SQLite alias lets the store tests (tests/engine's `store_backend`) run on both
+backends in one session (STORE_DATABASES lists the aliases they run on).
 """
 
 import os

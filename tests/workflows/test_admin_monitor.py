@@ -25,6 +25,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LARGE_EXPENSE = {"employee": "Linus", "amount": 2500.0, "purpose": "laptop"}
 
 
+@pytest.fixture(autouse=True)
+def finance_can_reach_its_quorum(db):
+    """A large expense asks group:finance for two approvals: two people must be in it."""
+    finance = Group.objects.create(name="finance")
+    finance.user_set.add(ApproverFactory(username="finance1"), ApproverFactory(username="finance2"))
+
+
 @pytest.fixture
 def admin_client(client):
     client.force_login(StaffFactory())
@@ -204,7 +211,7 @@ def test_questions_show_for_whom_and_each_decision_so_far(admin_client):
     invocation = services.start("test_expense", LARGE_EXPENSE)
     finance = Interrupt.objects.get(invocation=invocation, path__contains="finance_approval")
     approver = ApproverFactory(username="fiona")
-    approver.groups.add(Group.objects.create(name="finance"))
+    approver.groups.add(Group.objects.get(name="finance"))
     services.decide(finance.id, {"approved": True}, actor=approver, comment="budgeted")
     questions = admin_client.get(change_url(invocation)).content.decode()
     questions = questions.split("<h2>Questions</h2>", 1)[1].split("<h2>Event timeline</h2>")[0]

@@ -233,7 +233,7 @@ def test_release_by_the_claimer_or_a_supervisor():
 def test_reassign_checks_names_and_who_asks():
     ann = ApproverFactory(username="ann")
     ben = ApproverFactory(username="ben")
-    Group.objects.create(name="ops")
+    Group.objects.create(name="ops").user_set.add(UserFactory())
     interrupt = ask(assignees=["user:ann", "group:ops"], quorum=2, response_schema=APPROVAL)
     services.claim(interrupt.pk, actor=ann)
     for assignees, match in [

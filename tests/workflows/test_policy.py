@@ -177,6 +177,7 @@ def test_bad_who_answers_values_fail_the_node_with_a_clear_message(request_kwarg
 
 
 def test_who_answers_survives_the_store_round_trip():
+    Group.objects.create(name="ops").user_set.add(UserFactory(), UserFactory())
     interrupt = ask(assignees=["group:ops", "user:ada"], quorum=2, four_eyes=True)
     assert (interrupt.assignees, interrupt.quorum, interrupt.four_eyes) == (
         ["group:ops", "user:ada"],

@@ -1,5 +1,7 @@
 """The invocation monitor's admin: the list, each invocation's page, the registered
-workflows' pages, and cancel (with a confirmation page) and retry as actions."""
+workflows' pages, and cancel (with a confirmation page) and retry as actions and as
+buttons on the invocation's page. Who may cancel or retry is the services' one rule,
+`user.has_perm("workflows.cancel_invocation", invocation)` (`retry_invocation`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ from django.contrib.admin import helpers
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
 from django.db.models import Prefetch, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -20,6 +28,7 @@ from .. import services
 from ..engine.errors import WorkflowError
 from ..engine.status import InterruptStatus
 from ..models import OPEN_STATUSES, Interrupt, Invocation
+from ..policy import CANCEL_PERMISSION, RETRY_PERMISSION
 from ..registry import UnknownWorkflowError
 from . import monitor
 from .base import MonitorAdmin
@@ -102,13 +111,14 @@ class InvocationAdmin(MonitorAdmin):
     def error_text(self, obj: Invocation) -> str:
         return format_html('<pre class="hitl-traceback">{}</pre>', obj.error) if obj.error else "-"
 
-    # --- permissions of the actions
+    # --- permissions of the actions: for one invocation, the rule (which lets its starter
+    # in); for the bulk actions, the model permission (the services ask the rule for each)
 
-    def has_cancel_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return request.user.has_perm("workflows.cancel_invocation")
+    def has_cancel_permission(self, request: HttpRequest, obj: Invocation | None = None) -> bool:
+        return request.user.has_perm(CANCEL_PERMISSION, obj)
 
-    def has_retry_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return request.user.has_perm("workflows.retry_invocation")
+    def has_retry_permission(self, request: HttpRequest, obj: Invocation | None = None) -> bool:
+        return request.user.has_perm(RETRY_PERMISSION, obj)
 
     # --- pages
 
@@ -122,12 +132,21 @@ class InvocationAdmin(MonitorAdmin):
                 view(self.cancel_view),
                 name="workflows_invocation_cancel",
             ),
+            path(
+                "<path:object_id>/retry/",
+                view(self.retry_view),
+                name="workflows_invocation_retry",
+            ),
             *super().get_urls(),
         ]
 
     def page_context(self, request: HttpRequest, obj: Invocation) -> dict[str, Any]:
-        may_cancel = self.has_cancel_permission(request, obj)
-        return monitor.invocation_page(obj, request.user, may_cancel=may_cancel)
+        return monitor.invocation_page(
+            obj,
+            request.user,
+            may_cancel=self.has_cancel_permission(request, obj),
+            may_retry=self.has_retry_permission(request, obj),
+        )
 
     def definitions_view(self, request: HttpRequest) -> TemplateResponse:
         """Every registered workflow with its graph and how many invocations it has."""
@@ -157,15 +176,21 @@ class InvocationAdmin(MonitorAdmin):
         }
         return TemplateResponse(request, "admin/workflows/definitions.html", context)
 
-    # --- cancel, with a confirmation page
+    # --- cancel, with a confirmation page; retry, a button
 
-    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+    def _controlled(
+        self, request: HttpRequest, object_id: str, allowed: Callable[..., bool]
+    ) -> tuple[Invocation, str]:
+        """The invocation the page is about and its page's URL; 404 or 403 first."""
         invocation = self.get_object(request, object_id)
         if invocation is None:
             raise Http404(f"no invocation {object_id!r}")
-        if not self.has_cancel_permission(request, invocation):
+        if not allowed(request, invocation):
             raise PermissionDenied
-        change_url = reverse("admin:workflows_invocation_change", args=[quote(invocation.pk)])
+        return invocation, reverse("admin:workflows_invocation_change", args=[quote(invocation.pk)])
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        invocation, change_url = self._controlled(request, object_id, self.has_cancel_permission)
         if request.method == "POST":
             self._apply(request, [invocation], services.cancel, "Cancelled")
             return HttpResponseRedirect(change_url)
@@ -204,6 +229,13 @@ class InvocationAdmin(MonitorAdmin):
             request, "admin/workflows/invocation/cancel_confirmation.html", context
         )
 
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        invocation, change_url = self._controlled(request, object_id, self.has_retry_permission)
+        self._apply(request, [invocation], services.retry, "Retried")
+        return HttpResponseRedirect(change_url)
+
     @admin.action(description="Retry selected failed invocations", permissions=["retry"])
     def retry_invocations(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._apply(request, queryset, services.retry, "Retried")
@@ -222,7 +254,7 @@ class InvocationAdmin(MonitorAdmin):
             try:
                 operation(invocation, actor=request.user)
                 done += 1
-            except WorkflowError as exc:
+            except (WorkflowError, PermissionDenied) as exc:
                 refused.append(f"{short_id(invocation)}: {exc}")
         if done:
             self.message_user(request, f"{done_verb} {done} invocation(s).", messages.SUCCESS)

@@ -84,10 +84,13 @@ def monitor_graph(
     return graph
 
 
-def invocation_page(invocation: Invocation, user: Any, *, may_cancel: bool) -> dict[str, Any]:
+def invocation_page(
+    invocation: Invocation, user: Any, *, may_cancel: bool, may_retry: bool = False
+) -> dict[str, Any]:
     """What the invocation's page shows `user`: the graph with statuses, the node runs with
     the questions they wait for, every question linked to where `user` may go with it, the
-    event timeline, and whether to offer cancelling (`may_cancel`: the user's permission)."""
+    event timeline, and whether to offer cancelling and retrying (`may_cancel`,
+    `may_retry`: the user's permissions)."""
     node_runs = list(invocation.node_runs.order_by("id"))
     decisions = Decision.objects.select_related("actor").order_by("id")
     interrupts = list(
@@ -113,6 +116,7 @@ def invocation_page(invocation: Invocation, user: Any, *, may_cancel: bool) -> d
         "interrupts": interrupts,
         "event_rows": event_rows(invocation.events.order_by("id")),
         "can_cancel": invocation.status in OPEN_STATUSES and may_cancel,
+        "can_retry": invocation.status == NodeStatus.FAILED and may_retry,
     }
 
 

@@ -30,6 +30,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unencodable_value": status.HTTP_400_BAD_REQUEST,
     "interrupt_not_pending": status.HTTP_409_CONFLICT,
     "already_decided": status.HTTP_409_CONFLICT,
+    "decision_required": status.HTTP_409_CONFLICT,
     "already_claimed": status.HTTP_409_CONFLICT,
     "invalid_invocation_state": status.HTTP_409_CONFLICT,
     "duplicate_interrupt": status.HTTP_409_CONFLICT,

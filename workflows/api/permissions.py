@@ -1,11 +1,15 @@
 """Who may do what through the API.
 
+- Every endpoint needs a signed-in user, whatever the host's DRF defaults (the token
+  endpoint aside: it is how one signs in).
 - Starting an invocation needs the model permission `workflows.add_invocation`.
 - Answering, deciding, claiming and releasing ask the answer rule the Django way,
   `user.has_perm("workflows.answer_interrupt", interrupt)`; lists of interrupts are scoped
   with the rule's queryset counterpart (`answer_policy().answerable`).
-- A caller sees the invocations it started, or all of them with `workflows.view_invocation`;
-  it cancels or retries the ones it started, or any with `workflows.change_invocation`.
+- A caller sees the invocations it started, or all of them with `workflows.view_invocation`.
+- Cancelling and retrying ask the services' one rule,
+  `user.has_perm("workflows.cancel_invocation", invocation)` (`retry_invocation`): the
+  model permission, or having started the invocation.
 """
 
 from __future__ import annotations
@@ -17,14 +21,22 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from ..models import Interrupt, Invocation
-from ..policy import ANSWER_PERMISSION, answer_policy
+from ..policy import (
+    ANSWER_PERMISSION,
+    CANCEL_PERMISSION,
+    RETRY_PERMISSION,
+    answer_policy,
+    control_refusal,
+)
 
 START_PERMISSION = "workflows.add_invocation"
 VIEW_ALL_PERMISSION = "workflows.view_invocation"
-MANAGE_ALL_PERMISSION = "workflows.change_invocation"
+CONTROL_PERMISSIONS = {"cancel": CANCEL_PERMISSION, "retry": RETRY_PERMISSION}
 
 
 def visible_invocations(user: Any, queryset: QuerySet[Invocation]) -> QuerySet[Invocation]:
+    if user.pk is None:  # nobody signed in: not the invocations the system started
+        return queryset.none()
     if user.has_perm(VIEW_ALL_PERMISSION):
         return queryset
     return queryset.filter(started_by=user.pk)
@@ -54,9 +66,14 @@ class CanAnswerInterrupt(BasePermission):
         return may_answer(request.user, obj)
 
 
-class CanManageInvocation(BasePermission):
-    message = f"only who started it, or a user with {MANAGE_ALL_PERMISSION}, may do that"
+class CanControlInvocation(BasePermission):
+    """Cancel or retry (the view's action says which): the services' rule, whose refusal
+    is the 403's detail."""
+
+    message = "you may not do that to this invocation"
 
     def has_object_permission(self, request: Request, view: Any, obj: Invocation) -> bool:
-        user = request.user
-        return obj.started_by_id == user.pk or user.has_perm(MANAGE_ALL_PERMISSION)
+        refused = control_refusal(request.user, CONTROL_PERMISSIONS[view.action], obj)
+        if refused:
+            self.message = refused
+        return not refused

@@ -20,8 +20,9 @@ ERROR_DESCRIPTIONS = {
     404: "Unknown interrupt, invocation or workflow (`unknown_interrupt`, "
     "`unknown_invocation`, `not_found`).",
     409: "Conflict: the interrupt is not pending or was answered differently "
-    "(`interrupt_not_pending`), the caller already decided (`already_decided`), or the "
-    "invocation's status does not allow it (`invalid_invocation_state`).",
+    "(`interrupt_not_pending`), the caller already decided (`already_decided`), the "
+    "question needs several approvals and takes decisions only (`decision_required`), or "
+    "the invocation's status does not allow it (`invalid_invocation_state`).",
     413: "The request body is larger than HITL['MAX_RESPONSE_BYTES'] (`payload_too_large`).",
     415: "The request body is not JSON (`unsupported_media_type`).",
     422: "This Idempotency-Key was used with a different request (`idempotency_key_reused`).",

@@ -188,7 +188,7 @@ class FunctionResponsesSerializer(serializers.Serializer):
 
 
 class DecisionRequestSerializer(serializers.Serializer):
-    response = AnyJSON(allow_null=True, help_text="The answer; see the interrupt's schema.")
+    response = AnyJSON(help_text="The answer; see the interrupt's schema (null is none).")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
 
 

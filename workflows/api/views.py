@@ -18,7 +18,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
-from rest_framework.permissions import AllowAny, BasePermission
+from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -26,6 +26,7 @@ from .. import services
 from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
+from ..engine.values import is_possible_id
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..registry import UnknownWorkflowError, registry
@@ -35,7 +36,7 @@ from .idempotency import idempotent, start_key
 from .pagination import EventCursorPagination, PagePagination
 from .permissions import (
     CanAnswerInterrupt,
-    CanManageInvocation,
+    CanControlInvocation,
     CanStartInvocation,
     answerable_interrupts,
     visible_invocations,
@@ -76,16 +77,21 @@ def reject_oversized(request: Request, limit: int) -> None:
 
 
 class ApiViewMixin(_View):
-    """What every API view shares: JSON only, one error format, the size limit."""
+    """What every API view shares: JSON only, one error format, the size limit, and a
+    signed-in caller."""
 
     parser_classes = [StrictJSONParser]
     pagination_class: type[BasePagination] | None = PagePagination
-    # Permission classes an action needs besides the default ones (REST_FRAMEWORK's).
+    # Asked before the host's default permission classes (REST_FRAMEWORK's), whatever
+    # those say: a host that keeps DRF's AllowAny must not open the API to anonymous users.
+    required_permissions: list[type[BasePermission]] = [IsAuthenticated]
+    # Permission classes an action needs besides those.
     extra_permissions: dict[str, list[type[BasePermission]]] = {}
 
     def get_permissions(self) -> list[BasePermission]:
         action_name = getattr(self, "action", None) or ""
         classes: list[Any] = [
+            *self.required_permissions,
             *self.permission_classes,
             *self.extra_permissions.get(action_name, []),
         ]
@@ -152,10 +158,17 @@ class ObjectLookupMixin(_ViewSet):
         return super().filter_queryset(queryset)
 
     def get_object(self) -> Any:
+        lookup = self.kwargs[self.lookup_field]  # type: ignore[attr-defined]
+        if not is_possible_id(lookup):  # one no row has: not even asked of the database
+            raise self.not_found_error(lookup)
         try:
             return super().get_object()
         except Http404:
             raise self.not_found_error(self.kwargs[self.lookup_field]) from None
+
+
+# Cancel and retry find the invocation among all of them, so the rule answers 403, not 404.
+CONTROL_ACTIONS = {"cancel", "retry"}
 
 
 @extend_schema_view(
@@ -183,12 +196,15 @@ class InvocationViewSet(
     not_found_error = InvocationNotFoundError
     extra_permissions = {
         "create": [CanStartInvocation],
-        "cancel": [CanManageInvocation],
-        "retry": [CanManageInvocation],
+        "cancel": [CanControlInvocation],
+        "retry": [CanControlInvocation],
     }
 
     def get_queryset(self) -> QuerySet[Invocation]:
-        queryset = visible_invocations(self.request.user, super().get_queryset())
+        queryset = super().get_queryset()
+        if self.action in CONTROL_ACTIONS:
+            return queryset
+        queryset = visible_invocations(self.request.user, queryset)
         if self.action == "retrieve":
             queryset = queryset.prefetch_related(
                 Prefetch("node_runs", queryset=NodeRun.objects.order_by("id")),
@@ -365,6 +381,8 @@ class FunctionResponseViewSet(ApiViewMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         summary="Answer pending interrupts of one invocation; it resumes in the background",
+        description="A question that needs several approvals (quorum above 1) is answered "
+        "by decisions only: answering it here is a 409 `decision_required`.",
         request=FunctionResponsesSerializer,
         parameters=[IDEMPOTENCY_KEY],
         responses={202: AcceptedSerializer, **errors(404, 409, *POST_ERRORS)},
@@ -386,8 +404,10 @@ TokenSerializer = inline_serializer("Token", {"token": serializers.CharField()})
 
 
 class ObtainTokenView(ApiViewMixin, ObtainAuthToken):
-    """Exchange a username and password for the caller's API token."""
+    """Exchange a username and password for the caller's API token (open to anonymous
+    callers: it is how they sign in)."""
 
+    required_permissions: list[type[BasePermission]] = []
     permission_classes = [AllowAny]
     throttle_classes = [TokenRateThrottle]  # DRF's view has none: guesses would be unlimited
 

@@ -16,7 +16,7 @@ from .nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig, node
 from .runner import InvocationResult, Runner
 from .state import NodeRunState
 from .status import InterruptStatus, NodeStatus
-from .store import InMemoryStore, Store
+from .store import InMemoryStore, OptionalStoreCapabilities, Store
 from .workflow import Workflow
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "NodeRunState",
     "NodeRunner",
     "NodeStatus",
+    "OptionalStoreCapabilities",
     "RequestInput",
     "ResponseValidationError",
     "RetryConfig",

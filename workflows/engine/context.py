@@ -54,9 +54,12 @@ class Execution:
         answers: dict[str, Any] | None = None,
         lease_owner: str | None = None,
         max_value_bytes: int | None = None,
+        max_value_depth: int | None = None,
     ) -> None:
         self.invocation = invocation
-        self.max_value_bytes = max_value_bytes  # per stored value (an output, a payload)
+        # Limits per stored value (an output, a payload): bytes encoded, levels of nesting.
+        self.max_value_bytes = max_value_bytes
+        self.max_value_depth = max_value_depth
         self.store = store
         self.node_runs: dict[str, NodeRunState] = {}
         self.children: dict[str, list[str]] = defaultdict(list)
@@ -70,7 +73,8 @@ class Execution:
         self.parallel_runs = 0
         self.lease_owner = lease_owner
         # How synchronous node code runs: the store's `run_sync` if it has one (a database
-        # store runs it where blocking database calls are allowed), else inline.
+        # store runs it where blocking database calls are allowed), else inline; the
+        # store's optional methods: OptionalStoreCapabilities.
         self.run_sync = getattr(store, "run_sync", None) or run_inline
         self.batch = self._new_batch()
         self._flush_lock = asyncio.Lock()
@@ -164,7 +168,7 @@ class Execution:
         self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """Commit the pending transitions, then run synchronous node code: in one trip to
-        the store's thread when it offers `commit_then_call`."""
+        the store's thread when it offers `commit_then_call` (OptionalStoreCapabilities)."""
         combined = getattr(self.store, "commit_then_call", None)
         if combined is None:
             await self.flush()

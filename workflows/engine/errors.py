@@ -64,6 +64,21 @@ class AlreadyDecidedError(WorkflowError):
         super().__init__(f"{actor} already decided on interrupt {interrupt_id!r}")
 
 
+class DecisionRequiredError(WorkflowError):
+    """A question that needs several approvals is answered by people's decisions only:
+    a person may not submit its answer directly."""
+
+    code = "decision_required"
+
+    def __init__(self, interrupt_id: str, quorum: int):
+        self.interrupt_id = interrupt_id
+        self.quorum = quorum
+        super().__init__(
+            f"interrupt {interrupt_id!r} needs {quorum} approvals: each person records a "
+            f"decision (POST interrupts/{interrupt_id}/decisions/), nobody answers it directly"
+        )
+
+
 class AlreadyClaimedError(WorkflowError):
     """Someone else is working on this interrupt (release it first, or decide anyway)."""
 

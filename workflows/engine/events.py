@@ -77,10 +77,11 @@ class RequestInput:
     Schema). `timeout` sets a deadline; `on_timeout` is "fail" (the default), or the
     answer to apply when the deadline passes: a DefaultResponse, or any other value.
 
-    Who answers: `assignees` lists "user:<username>" and "group:<name>"
-    strings (none: anyone allowed to answer); `quorum` approvals are needed (above 1
-    only for a schema with a boolean `approved`); `four_eyes` bars the person who started
-    the invocation. Bad values raise ValueError here, so the node raising it fails.
+    Who answers: `assignees` lists "user:<username>" and "group:<name>" strings (none:
+    anyone allowed to answer), each principal once (a repeat is dropped); `quorum`
+    approvals are needed (above 1 only for a schema with a boolean `approved`), more than
+    the named users can give is refused; `four_eyes` bars the person who started the
+    invocation. Bad values raise ValueError here, so the node raising it fails.
     """
 
     interrupt_id: str | None = None
@@ -105,8 +106,10 @@ class RequestInput:
     def _check_who_answers(self) -> None:
         if isinstance(self.assignees, str) or not isinstance(self.assignees, list | tuple):
             raise ValueError(f"assignees must be a list of strings, not {self.assignees!r}")
-        self.assignees = list(self.assignees)
         parsed = [parse_assignee(a) for a in self.assignees]
+        # Distinct principals: naming someone twice does not make them two approvers.
+        self.assignees = list(dict.fromkeys(self.assignees))
+        kinds = {kind for kind, _ in parsed}
         users = {name for kind, name in parsed if kind == "user"}
         if not isinstance(self.quorum, int) or isinstance(self.quorum, bool) or self.quorum < 1:
             raise ValueError(f"quorum must be an integer of at least 1, not {self.quorum!r}")
@@ -115,7 +118,8 @@ class RequestInput:
         problem = approval_schema_problem(self.response_schema, self.quorum)
         if problem:
             raise ValueError(problem)
-        if self.assignees and len(users) == len(self.assignees) and len(users) < self.quorum:
+        # With groups named, who is in them is the store's to count (Store.check_assignees).
+        if kinds == {"user"} and len(users) < self.quorum:
             raise ValueError(
                 f"quorum {self.quorum} cannot be met by the {len(users)} assigned user(s)"
             )

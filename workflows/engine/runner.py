@@ -48,12 +48,15 @@ class Runner:
         *,
         lease_ttl: float = LEASE_TTL,
         max_value_bytes: int | None = None,
+        max_value_depth: int | None = None,
     ) -> None:
         self.workflow = workflow
         self.store: Store = store if store is not None else InMemoryStore()
         self.lease_ttl = lease_ttl  # seconds; each checkpoint renews the lease
         # Largest input, output, payload or answer stored, encoded (None: no limit).
         self.max_value_bytes = max_value_bytes
+        # Deepest nesting of lists and dicts in such a value (None: what Python can encode).
+        self.max_value_depth = max_value_depth
 
     async def run(
         self,
@@ -66,7 +69,7 @@ class Runner:
         record = InvocationRecord(
             id=invocation_id or new_id(),
             workflow_name=self.workflow.name,
-            input=checked_input(node_input, self.max_value_bytes),
+            input=checked_input(node_input, self.max_value_bytes, self.max_value_depth),
             session_id=session_id,
         )
         await self.store.commit(WriteBatch(record.id, invocation=record))
@@ -86,6 +89,7 @@ class Runner:
                 workflow_name=self.workflow.name,
                 now=datetime.now(UTC),
                 max_bytes=self.max_value_bytes,
+                max_depth=self.max_value_depth,
             )
             try:
                 if acceptance.batch:
@@ -157,8 +161,9 @@ class Runner:
 
         A store whose synchronous work blocks this loop offers `keep_alive(invocation_id,
         owner, ttl, on_lost)`, a context manager that renews from a thread of its own;
-        otherwise timers on this loop call `renew_lease`. The pass runs in this task (a
-        task of its own would cost trips through the loop): losing the lease cancels it."""
+        otherwise timers on this loop call `renew_lease` (both: OptionalStoreCapabilities).
+        The pass runs in this task (a task of its own would cost trips through the loop):
+        losing the lease cancels it."""
         keep_alive = getattr(self.store, "keep_alive", None)
         renew = getattr(self.store, "renew_lease", None)
         if keep_alive is None and renew is None:
@@ -252,6 +257,7 @@ class Runner:
             checkpoint.answers(),
             lease_owner,
             self.max_value_bytes,
+            self.max_value_depth,
         )
         root = Context(execution)
         try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from .errors import (
     DuplicateInterruptError,
@@ -14,7 +15,7 @@ from .errors import (
     InvocationNotFoundError,
     LeaseLostError,
 )
-from .events import Event
+from .events import Event, RequestInput
 from .state import (
     Checkpoint,
     InterruptRecord,
@@ -53,18 +54,55 @@ class Store(Protocol):
         """Take the invocation's execution lease and return its checkpoint; None when
         another live owner holds the lease. Raise InvocationNotFoundError when unknown."""
 
-    # Optional: a store whose acquire_lease leaves out completed node runs' inputs and
-    # outputs (NOT_LOADED) fetches those outputs when a re-running parent reuses them.
-    # async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
-    #     """{path: output} of the COMPLETED children of the node run at parent_path."""
-
-    # Optional: a store that offers it gets a heartbeat while node bodies run.
-    # async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
-    #     """Extend owner's lease; False when lost, None when it cannot tell now."""
-
     async def release_lease(self, invocation_id: str, owner: str) -> bool:
         """Give the lease back; return True when the invocation is still open and holds
         answers no pass has seen (they arrived while this run held the lease)."""
+
+
+class OptionalStoreCapabilities(Protocol):
+    """What a store may offer besides `Store`; the engine looks each up on the store
+    (getattr) and does without when it is missing."""
+
+    async def load_outputs(self, invocation_id: str, parent_path: str) -> dict[str, Any]:
+        """{path: output} of the COMPLETED children of the node run at `parent_path`.
+        Required from a store whose `acquire_lease` leaves completed node runs' inputs
+        and outputs out (NOT_LOADED): a re-running parent that reuses a child fetches
+        its output with it."""
+
+    async def check_assignees(self, invocation_id: str, requests: list[RequestInput]) -> None:
+        """Raise ValueError naming the first request whose quorum the users its groups and
+        named users hold cannot reach (the asking node fails with it). For a store that
+        knows who is in a group; the engine itself counts a list of named users."""
+
+    async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
+        """Extend `owner`'s lease by `ttl` from now; False when it is lost (the run then
+        stops before its next write), None when it cannot tell now (asked again at the
+        next beat). Offered: the engine calls it every third of the lease length while
+        node bodies run."""
+
+    def keep_alive(
+        self, invocation_id: str, owner: str, ttl: float, on_lost: Callable[[], None]
+    ) -> AbstractContextManager[None]:
+        """Renew `owner`'s lease from a thread of the store's own while the context is
+        open, calling `on_lost` (from that thread) when the lease is lost. For a store
+        whose synchronous work blocks the engine's event loop, where `renew_lease` timers
+        on the loop would not fire; preferred to `renew_lease` when both are offered."""
+
+    async def run_sync(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a synchronous node body (or a synchronous call of one) where the store
+        allows blocking work, e.g. in the thread that owns its database connection.
+        Without it synchronous node code runs inline on the event loop."""
+
+    async def commit_then_call(
+        self,
+        batch: WriteBatch,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """`commit(batch)` then `func(*args, **kwargs)` as `run_sync` would, in one trip
+        to the store's thread; func's result. Without it the engine commits, then calls
+        `run_sync`."""
 
 
 def copy_node_run(state: NodeRunState) -> NodeRunState:

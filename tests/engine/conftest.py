@@ -1,5 +1,7 @@
-"""The engine scenario suite again, through the database store: on SQLite, and on
-PostgreSQL when DATABASE_URL points at it (CI sets it and requires it)."""
+"""`store_backend`: where the engine scenarios keep their state. The scenario modules are
+one conformance suite for stores: each of their tests runs once per backend, in memory,
+then through the database store on SQLite and, when DATABASE_URL points at PostgreSQL,
+on PostgreSQL (CI sets it and requires it)."""
 
 from typing import Any
 
@@ -7,22 +9,17 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.core import serializers
+from django.db import connections
 
-from tests.engine import helpers
-from tests.engine.test_definitions import *  # noqa: F403
-from tests.engine.test_exactly_once import *  # noqa: F403
-from tests.engine.test_failure import *  # noqa: F403
-from tests.engine.test_graphs import *  # noqa: F403
-from tests.engine.test_rerun_on_resume import *  # noqa: F403
-from tests.engine.test_submissions import *  # noqa: F403
-from tests.engine.test_values import *  # noqa: F403
 from workflows.models import Interrupt, Invocation, NodeRun, Session, SessionEvent
 from workflows.store import DjangoStore
 
-pytestmark = pytest.mark.django_db(databases=settings.STORE_DATABASES)
+from .helpers import InMemoryBackend
 
 
 class DatabaseBackend:
+    """The Django store on the database alias `using`, inside the test's transaction."""
+
     def __init__(self, using: str) -> None:
         self.using = using
 
@@ -43,7 +40,17 @@ class DatabaseBackend:
         return await sync_to_async(dump)()
 
 
-@pytest.fixture(autouse=True, params=settings.STORE_DATABASES)
-def database_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(helpers, "BACKEND", DatabaseBackend(request.param))
-    return request.param
+BACKENDS = [
+    pytest.param(None, id="memory"),
+    *(
+        pytest.param(
+            alias, id=connections[alias].vendor, marks=pytest.mark.django_db(databases=[alias])
+        )
+        for alias in settings.STORE_DATABASES
+    ),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def store_backend(request: pytest.FixtureRequest) -> InMemoryBackend | DatabaseBackend:
+    return InMemoryBackend() if request.param is None else DatabaseBackend(request.param)
