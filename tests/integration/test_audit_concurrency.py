@@ -23,7 +23,11 @@ from .worker import require_postgres
 
 pytestmark = pytest.mark.postgres
 
-WAITING_ON_LOCKS = "SELECT count(*) FROM pg_locks WHERE NOT granted"
+# Lock requests waiting, of the sessions on this test's database (the server is shared).
+WAITING_ON_LOCKS = (
+    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE NOT l.granted AND a.datname = current_database()"
+)
 
 
 class LockSampler(threading.Thread):
