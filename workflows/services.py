@@ -31,11 +31,12 @@ from .engine.errors import (
     UnknownInterruptError,
 )
 from .engine.events import FunctionResponse, approval_vote
-from .engine.schema import unwrap_response, validate_response
+from .engine.schema import validate_response
 from .engine.state import InterruptRecord
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
+    checked_answer,
     checked_input,
     retry_batch,
 )
@@ -191,8 +192,15 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     interrupts = db.lock_for_answers_sync(ids)
     if actor is not None:
         _require_direct_answerer(actor, interrupts)
-        for response in responses:
-            require_granter(actor, response.id, unwrap_response(response.response))
+        for index, response in enumerate(responses):
+            answer = checked_answer(
+                response.id,
+                response.response,
+                hitl_settings.MAX_RESPONSE_BYTES,
+                hitl_settings.MAX_VALUE_DEPTH,
+                field=f"function_responses[{index}].response",
+            )
+            require_granter(actor, response.id, answer)
     return _store_answers(db, responses, interrupts, actor)
 
 
