@@ -28,6 +28,7 @@ from workflows.admin.base import ReadOnlyAdmin
 from workflows.admin.display import question_cell
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
+from workflows.engine.values import is_possible_id
 from workflows.expressions import HasAnyElement
 from workflows.models import Decision, Interrupt, NodeRun
 from workflows.policy import (
@@ -39,11 +40,11 @@ from workflows.policy import (
 )
 from workflows.registry import registry
 
-from . import display
-from .forms import ApprovalForm, is_approval
+from . import display, passkeys
+from .forms import ApprovalForm, comment_of, is_approval
 from .gates import GateForm, decision_form
 from .loading import readable_row, readable_rows
-from .models import PendingApproval, inbox
+from .models import Passkey, PendingApproval, inbox
 
 
 def _user_filter(title: str, parameter: str, condition: Any) -> type[admin.SimpleListFilter]:
@@ -218,10 +219,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        chosen = Interrupt.objects.select_related("invocation", "claimed_by")
-        interrupt = readable_row(chosen.filter(pk=unquote(object_id)))
+        interrupt_id = unquote(object_id)
+        interrupt = None
+        if is_possible_id(interrupt_id):  # else no row has it (PostgreSQL fails on a NUL)
+            chosen = Interrupt.objects.select_related("invocation", "claimed_by")
+            interrupt = readable_row(chosen.filter(pk=interrupt_id))
         if interrupt is None:
-            raise Http404(f"no interrupt {unquote(object_id)!r}")
+            raise Http404(f"no interrupt {interrupt_id!r}")
         display.in_declared_order(interrupt)
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)
@@ -240,10 +244,12 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             form = decision_form(interrupt)
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
-            if action != "decide":
+            if action not in ("decide", "challenge"):
                 return self._mark(request, interrupt, action)
             # Late, repeated or forbidden answers too: the service says why.
             form = decision_form(interrupt, request.POST)
+            if action == "challenge":  # what the passkey signs for this answer
+                return passkeys.decision_challenge(request, interrupt, form)
             if form.is_valid():
                 response = self._decide(request, interrupt, form)
                 if response is not None:
@@ -293,10 +299,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest, interrupt: Interrupt, form: Any) -> HttpResponse | None:
         claimed_by = interrupt.claimed_by
-        comment = form.comment if isinstance(form, ApprovalForm | GateForm) else ""
         try:
             decision = services.decide(
-                interrupt.pk, form.response(), actor=request.user, comment=comment
+                interrupt.pk,
+                form.response(),
+                actor=request.user,
+                comment=comment_of(form),
+                assertion=request.POST.get("assertion") or None,
             )
         except ResponseValidationError as exc:
             form.add_validation_error(exc)
@@ -354,11 +363,13 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "monitor_url": request.user.has_perm("workflows.view_invocation")
             and _monitor_url(invocation.pk),
             "has_view_permission": True,
+            "has_passkey": interrupt.require_signature
+            and Passkey.objects.filter(user=request.user.pk).exists(),
         }
 
     class Media:
         css = {"all": ["approvals/approvals.css"]}
-        js = ["approvals/countdown.js"]
+        js = ["approvals/countdown.js", "approvals/passkeys.js"]
 
 
 def _assignee_list(text: str) -> list[str]:

@@ -223,6 +223,8 @@ def refusal_message(exc: Exception) -> str:
         return f"Too late: {exc}. Nothing was recorded."
     if code == "already_decided":
         return "You already decided on this question; one decision per person."
+    if code in ("signature_required", "invalid_signature", "no_passkey"):
+        return f"Not recorded: {exc}."
     if isinstance(exc, PermissionDenied):
         return f"You may not answer this question: {exc}"
     if isinstance(exc, ResponseValidationError):  # its text starts with the interrupt's id

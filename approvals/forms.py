@@ -20,6 +20,8 @@ from datetime import date, datetime
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
+from django.forms.fields import InvalidJSONInput
 from django_jsonform.widgets import JSONFormWidget
 
 from workflows.engine.errors import ResponseValidationError
@@ -98,7 +100,24 @@ def field_for(name: str, schema: dict[str, Any], required: bool) -> forms.Field:
         )
     # The editor is django-jsonform's; the answer is validated against the real schema by
     # services.decide (jsonschema), not by django-jsonform's narrower schema dialect.
-    return forms.JSONField(widget=JSONFormWidget(schema=schema or ANY_OBJECT), **common)
+    return JSONAnswerField(widget=JSONFormWidget(schema=schema or ANY_OBJECT), **common)
+
+
+class JSONAnswerField(forms.JSONField):
+    """Django's JSON field; text nested deeper than Python's parser goes is invalid input
+    (shown back as typed), not a server error."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise ValidationError("it is nested too deeply", code="invalid") from None
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return InvalidJSONInput(data)
 
 
 def _is_nested_object(schema: dict[str, Any]) -> bool:
@@ -240,6 +259,13 @@ class ApprovalForm(SchemaForm):
     def response(self) -> Any:
         # A comment the schema does not hold has no property path: it stays out of it.
         return {"approved": self.cleaned_data["decision"] == self.APPROVE, **super().response()}
+
+
+def comment_of(form: Any) -> str:
+    """The comment that goes onto the Decision: an approval form's comment box, an approval
+    gate's reason (approvals.gates.GateForm), else none."""
+    comment = getattr(form, "comment", "")
+    return comment if isinstance(comment, str) else ""
 
 
 def form_for(schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> SchemaForm:

@@ -42,8 +42,9 @@ def recipients(interrupt: Interrupt) -> list[Any]:
 
 
 def _answerable_by_link(interrupt: Interrupt) -> bool:
-    """A yes/no question whose form asks nothing else that is required."""
-    if not is_approval(interrupt.response_schema):
+    """A yes/no question whose form asks nothing else that is required, and no passkey's
+    signature (given on the question's own page)."""
+    if interrupt.require_signature or not is_approval(interrupt.response_schema):
         return False
     form = ApprovalForm(interrupt.response_schema)
     return not any(f.required for name, f in form.fields.items() if name != "decision")

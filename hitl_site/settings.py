@@ -66,6 +66,8 @@ INSTALLED_APPS += [
     "workflows",
     # The decision form's JSON editor for schemas no plain field covers (static JS, no CDN).
     "django_jsonform",
+    # The trigger that keeps the audit trail append-only on PostgreSQL.
+    "pgtrigger",
     # The demo project itself: its workflows.py is autodiscovered, its seed_demo command found.
     "hitl_site",
 ]
@@ -195,6 +197,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
+        "schedule": timedelta(hours=1),
+    },
+    # A signed checkpoint of the audit chains to HITL["AUDIT_CHECKPOINT_PATH"] (off unset).
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
         "schedule": timedelta(hours=1),
     },
 }

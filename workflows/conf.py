@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     # Largest value stored, in bytes of its JSON: an invocation's input, a node's output,
     # an interrupt's payload. A node whose output is larger fails with a clear error.
     "MAX_VALUE_BYTES": 4_000_000,
+    # Deepest nesting of lists and objects in such a value or an answer: deeper ones are
+    # refused where they enter (a node producing one fails), before anything walks them.
+    "MAX_VALUE_DEPTH": 64,
     # Seconds of silence after which `hitl_status` reports a Celery worker or the periodic
     # jobs as down; a worker records its heartbeat at most every quarter of this.
     "HEARTBEAT_STALE_SECONDS": 120,
@@ -59,6 +62,21 @@ DEFAULTS: dict[str, Any] = {
     "EMAIL_BASE_URL": "",
     # Seconds an e-mailed approve/reject link stays valid.
     "EMAIL_LINK_MAX_AGE": 3 * 24 * 3600,
+    # The Ed25519 private key (PEM text, PKCS#8) that signs audit receipts and checkpoints.
+    "AUDIT_SIGNING_KEY": None,
+    # Where the periodic jobs write a signed checkpoint of the audit chains' heads (a file
+    # path, strftime codes allowed: "/var/audit/checkpoint-%Y%m%dT%H%M%SZ.json"); None: off.
+    "AUDIT_CHECKPOINT_PATH": None,
+    # Seconds between those checkpoints when `hitl_periodic` runs the jobs (beat follows
+    # its own schedule).
+    "AUDIT_CHECKPOINT_SECONDS": 3600,
+    # Passkeys that sign decisions (WebAuthn). The relying party's id (a domain: the
+    # site's host or a parent of it), the origin pages sign on ("https://ops.example.com")
+    # and the name authenticators show. Empty: the host and origin of the page a passkey
+    # is registered on (its assertions are then checked against those), and the RP id.
+    "WEBAUTHN_RP_ID": "",
+    "WEBAUTHN_ORIGIN": "",
+    "WEBAUTHN_RP_NAME": "",
 }
 
 

@@ -5,6 +5,7 @@ import secrets
 import uuid
 from datetime import timedelta
 
+import pgtrigger
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import URLValidator
@@ -60,8 +61,13 @@ class Invocation(models.Model):
     recovery_enqueued_at = models.DateTimeField(null=True, blank=True)
     # services.start(idempotency_key=...): a client's retry returns this invocation.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    # The entry_hash of the newest AuditEntry of this invocation: its chain's head, kept on
+    # the row every write path locks first, so each invocation's chain advances on its own.
+    audit_head = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     objects = InvocationQuerySet.as_manager()
+    # Not stored: the admin's list prefetches the pending interrupts here.
+    pending_interrupts: "list[Interrupt]"
 
     class Meta:
         ordering = ["-created_at"]
@@ -161,6 +167,8 @@ class Interrupt(models.Model):
     assignees = models.JSONField(default=list, blank=True)
     quorum = models.PositiveSmallIntegerField(default=1)
     four_eyes = models.BooleanField(default=False)
+    # A decision counts only with the approver's WebAuthn assertion (workflows.passkeys).
+    require_signature = models.BooleanField(default=False)
     # Who is working on it: a hint for colleagues, never a lock.
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -182,6 +190,9 @@ class Interrupt(models.Model):
     )
     resolved_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not stored: set by the admin's invocation page for its template.
+    url: str
+    response_json: str | None
 
     class Meta:
         ordering = ["-created_at"]
@@ -214,6 +225,10 @@ class Decision(models.Model):
 
     interrupt = models.ForeignKey(Interrupt, on_delete=models.CASCADE, related_name="decisions")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # The person `actor` stood in for (a delegate deciding for them), else null.
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     response = models.JSONField()
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -226,6 +241,104 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} on {self.interrupt_id}"
+
+
+PASSKEY_NAME_LENGTH = 100
+
+
+class PasskeyCredential(models.Model):
+    """A passkey or security key a person registered (WebAuthn) to sign decisions with.
+    Written only by workflows.passkeys; `rp_id` and `origin` are where it was registered,
+    what its assertions are checked against unless HITL["WEBAUTHN_RP_ID"] /
+    HITL["WEBAUTHN_ORIGIN"] say otherwise."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="passkeys"
+    )
+    credential_id = models.CharField(max_length=1400, unique=True, help_text="base64url")
+    public_key = models.BinaryField(help_text="COSE_Key, as the authenticator gave it")
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    rp_id = models.CharField(max_length=253)
+    origin = models.CharField(max_length=300)
+    name = models.CharField(max_length=PASSKEY_NAME_LENGTH)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- Audit trail -----------------------------------------------------------------------------
+
+
+# Registered rather than declared in Meta, so the model imports even where pgtrigger is
+# not an installed app (a system check then says it must be, on PostgreSQL).
+@pgtrigger.register(
+    pgtrigger.Protect(name="audit_append_only", operation=pgtrigger.Update | pgtrigger.Delete)
+)
+class AuditEntry(models.Model):
+    """One action on a question or an invocation, appended in the transaction of the change
+    and hash-chained: one chain per invocation, one for actions outside any. Written only
+    by workflows.audit.trail.record; never updated or deleted (on PostgreSQL a trigger
+    refuses both). What `entry_hash` covers is documented in docs/audit.md."""
+
+    # PROTECT: deleting an invocation, or a user, must not delete (or rewrite) its trail.
+    invocation = models.ForeignKey(
+        Invocation,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="audit_entries",
+        db_index=False,  # the (invocation, id) index serves it
+    )
+    # null, not "": the entry concerns no question (actions on the invocation, outside one).
+    interrupt_id = models.CharField(  # noqa: DJ001
+        max_length=255, null=True, blank=True, db_index=True
+    )
+    # No choices: the actions grow without a migration (workflows.audit.actions lists them).
+    action = models.CharField(max_length=64)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="null: the system (a node, a command, a periodic sweep)",
+    )
+    actor_name = models.CharField(max_length=255, blank=True, help_text="the username then")
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    data = models.JSONField(default=dict, blank=True)
+    subject_hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of what the question asked"
+    )
+    prev_hash = models.CharField(max_length=64)
+    entry_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["invocation", "id"], name="hitl_audit_chain")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_name or 'the system'}"
+
+
+class AuditChainHead(models.Model):
+    """The head of the chain of actions outside any invocation: one row, locked by each
+    such action while it appends."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    entry_hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return self.entry_hash
 
 
 # --- API idempotency and webhooks -------------------------------------------------------------

@@ -32,7 +32,9 @@ class InvocationQuerySet(models.QuerySet):
         (PENDING or RUNNING with no lease for `older_than`), or they hold answers no pass
         has seen for `older_than`."""
         before = now - older_than
-        interrupts = self.model._meta.get_field("interrupts").related_model.objects
+        from .models import Interrupt  # models.py imports this module
+
+        interrupts = Interrupt.objects
         unleased = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
         died = ~Q(lease_owner="") & Q(lease_expires_at__lt=Now())
         never_taken = Q(

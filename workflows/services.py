@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from .arguments import checked_assignees, function_response_list
+from . import passkeys
+from .arguments import (
+    checked_assignees,
+    checked_decision,
+    checked_interrupt_id,
+    function_response_list,
+)
+from .audit import actions, trail
+from .audit.canonical import canonical_json, sha256_hex
 from .conf import hitl_settings
 from .dispatch import enqueue_run
 from .engine.errors import (
@@ -28,15 +36,15 @@ from .engine.errors import (
 )
 from .engine.events import FunctionResponse, approval_vote
 from .engine.schema import unwrap_response, validate_response
+from .engine.state import InterruptRecord
 from .engine.status import InterruptStatus
 from .engine.transitions import (
     accept_responses,
     cancel_batch,
-    checked_answer,
     checked_input,
     retry_batch,
 )
-from .grants import require_granter
+from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .policy import (
     CANCEL_PERMISSION,
@@ -63,6 +71,7 @@ __all__ = [
     "recover_stalled",
     "release",
     "retry",
+    "signing_challenge",
     "start",
     "submit_function_responses",
 ]
@@ -72,6 +81,13 @@ def _actor_id(actor: Any) -> Any:
     """The user id a write records: None for the system, else an active user's pk."""
     require_person(actor)
     return None if actor is None else actor.pk
+
+
+def _claimer(interrupt: Interrupt) -> str:
+    """The username of whoever holds the claim on `interrupt` (one does)."""
+    claimer = interrupt.claimed_by
+    assert claimer is not None, f"interrupt {interrupt.pk!r} is not claimed"
+    return claimer.get_username()
 
 
 def start(
@@ -92,7 +108,9 @@ def start(
     """
     require_person(user)
     definition = registry.get(workflow_name)
-    node_input = checked_input(node_input, hitl_settings.MAX_VALUE_BYTES)
+    node_input = checked_input(
+        node_input, hitl_settings.MAX_VALUE_BYTES, hitl_settings.MAX_VALUE_DEPTH
+    )
     if idempotency_key is not None:
         existing = _started_with_key(idempotency_key, definition.name, node_input)
         if existing is not None:
@@ -132,6 +150,16 @@ def _create_invocation(
         started_by_id=_actor_id(user),
         idempotency_key=key,
     )
+    trail.record(
+        actions.INVOCATION_STARTED,
+        invocation_id=invocation.pk,
+        actor=user,
+        data={
+            "workflow": definition.name,
+            "version": definition.version,
+            "input_hash": sha256_hex(canonical_json(node_input)),
+        },
+    )
     enqueue_run(invocation.pk)
     return invocation
 
@@ -157,7 +185,8 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
 
 @functools.cache
 def _invocation_query() -> str:
-    columns = ", ".join(f.column for f in Invocation._meta.concrete_fields)
+    # A concrete field always has a column (the stubs allow None for other fields).
+    columns = ", ".join(cast(str, f.column) for f in Invocation._meta.concrete_fields)
     return f"SELECT {columns} FROM {Invocation._meta.db_table} WHERE id = %s"
 
 
@@ -183,7 +212,10 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
 
 
 def _store_answers(
-    db: Any, responses: list[FunctionResponse], interrupts: Mapping[str, Any], actor: Any
+    db: Any,
+    responses: list[FunctionResponse],
+    interrupts: dict[str, InterruptRecord],
+    actor: Any,
 ) -> Any:
     """Accept answers whose interrupts are locked and whose answerer is checked: the path
     of submit_function_responses and of a decision that settles its question."""
@@ -193,9 +225,17 @@ def _store_answers(
         actor=_actor_id(actor),
         now=timezone.now(),
         max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
+        max_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     if acceptance.batch:
         db.commit_sync(acceptance.batch, savepoint=False)
+        for interrupt_id, answer in acceptance.accepted.items():
+            trail.record(
+                actions.ANSWER_ACCEPTED,
+                interrupt=interrupts[interrupt_id],
+                actor=actor,
+                data={"response": answer},
+            )
         enqueue_run(acceptance.invocation_id)
     return acceptance.invocation_id
 
@@ -220,7 +260,17 @@ def cancel(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     db = store()
     checkpoint = locked_checkpoint(db, invocation)
     require_control(actor, CANCEL_PERMISSION, invocation)
-    db.commit_sync(cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now()))
+    batch = cancel_batch(checkpoint, actor=_actor_id(actor), now=timezone.now())
+    db.commit_sync(batch)
+    trail.record(
+        actions.INVOCATION_CANCELLED,
+        invocation_id=checkpoint.invocation.id,
+        actor=actor,
+        data={
+            "status": checkpoint.invocation.status,
+            "cancelled_interrupts": [r.interrupt_id for r in batch.resolutions],
+        },
+    )
     return _invocation(checkpoint.invocation.id)
 
 
@@ -237,6 +287,12 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     Invocation.objects.filter(pk=checkpoint.invocation.id).update(
         finished_at=None, unfinished_deliveries=0
     )
+    trail.record(
+        actions.INVOCATION_RETRIED,
+        invocation_id=checkpoint.invocation.id,
+        actor=actor,
+        data={"error": checkpoint.invocation.error or ""},
+    )
     enqueue_run(checkpoint.invocation.id)
     return _invocation(checkpoint.invocation.id)
 
@@ -250,12 +306,13 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
 
 
 def _locked_interrupt(interrupt_id: str) -> Interrupt:
+    checked_interrupt_id(interrupt_id)
     invocation_id = (
         Interrupt.objects.filter(pk=interrupt_id).values_list("invocation_id", flat=True).first()
     )
     if invocation_id is None:
         raise UnknownInterruptError(interrupt_id)
-    store().lock_invocation_sync(invocation_id)
+    store().lock_invocation_sync(str(invocation_id))
     return (
         Interrupt.objects.select_for_update(no_key=True, of=("self",))
         .select_related("invocation")
@@ -300,9 +357,12 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     return None
 
 
-def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
+def _checked_vote(interrupt: Interrupt, value: Any) -> Any:
+    """The decision's answer (unwrapped and checked by checked_decision) if valid for its
+    question; else the error."""
+    validate_response(interrupt.pk, interrupt.response_schema, value)
     if interrupt.quorum == 1:
-        return
+        return value
     if approval_vote(value) is None:
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
@@ -311,32 +371,52 @@ def _check_quorum_vote(interrupt: Interrupt, value: Any) -> None:
         raise ResponseValidationError(
             interrupt.pk, "decisions", "is added by the approval service; leave it out"
         )
+    return value
 
 
 @write_transaction
-def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> Decision:
+def decide(
+    interrupt_id: str, response: Any, *, actor: Any, comment: str = "", assertion: Any = None
+) -> Decision:
     """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
     first rejection of a quorum vote), submit the interrupt's answer in the same
     transaction.
 
-    Raises PermissionDenied (the answer policy refuses), AlreadyDecidedError (one decision
-    per person), UnknownInterruptError, InterruptNotPendingError or ResponseValidationError;
-    nothing is stored then. `decision.interrupt.status` tells whether it answered.
+    `assertion`: the WebAuthn assertion (its JSON form) by which `actor`'s passkey signed
+    `signing_challenge` of this decision. A question asked with `require_signature` needs
+    one; when given, it must verify, and the decision's audit entry keeps it.
+
+    Raises PermissionDenied (the answer policy refuses; passkeys.SignatureRefused for a
+    missing or bad signature), AlreadyDecidedError (one decision per person),
+    UnknownInterruptError, InterruptNotPendingError or ResponseValidationError; nothing is
+    stored then. `decision.interrupt.status` tells whether it answered.
     """
     require_person(actor)
-    checked_answer(None, response, hitl_settings.MAX_RESPONSE_BYTES)
+    value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = _locked_interrupt(interrupt_id)
     _require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     _require_pending(interrupt)
-    value = unwrap_response(response)
-    validate_response(interrupt.pk, interrupt.response_schema, value)
-    _check_quorum_vote(interrupt, value)
+    value = _checked_vote(interrupt, value)
     require_granter(actor, interrupt.pk, value)
+    signed = None
+    if interrupt.require_signature or assertion is not None:
+        signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
     decision = Decision.objects.create(
         interrupt=interrupt, actor=actor, response=value, comment=comment
+    )
+    data = {"decision": decision.pk, "response": value, "comment": comment}
+    edited = edit_of(interrupt, value)
+    if edited is not None:  # an approval gate's args, changed before approving
+        data["edit"] = edited
+    trail.record(
+        actions.DECISION_RECORDED,
+        interrupt=interrupt,
+        actor=actor,
+        on_behalf_of=decision.on_behalf_of,
+        data=data if signed is None else {**data, "assertion": signed},
     )
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
@@ -354,6 +434,20 @@ def decide(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -
     return decision
 
 
+def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> bytes:
+    """The challenge `actor`'s passkey signs to decide `response` with `comment` on a
+    pending interrupt, checked as `decide` checks it (who may answer, the schema); nothing
+    is stored. See workflows.audit.assertions for how it is derived."""
+    require_person(actor)
+    value, comment = checked_decision(interrupt_id, response, comment)
+    interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
+    if interrupt is None:
+        raise UnknownInterruptError(interrupt_id)
+    _require_answerer(actor, interrupt)
+    _require_pending(interrupt)
+    return passkeys.challenge_for(interrupt, _checked_vote(interrupt, value), comment)
+
+
 @write_transaction
 def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     """Mark `actor` as working on a pending interrupt they may answer. Claiming one's own
@@ -364,10 +458,11 @@ def claim(interrupt_id: str, *, actor: Any) -> Interrupt:
     _require_answerer(actor, interrupt)
     _require_pending(interrupt)
     if interrupt.claimed_by_id not in (None, actor.pk):
-        raise AlreadyClaimedError(interrupt.pk, interrupt.claimed_by.get_username())
+        raise AlreadyClaimedError(interrupt.pk, _claimer(interrupt))
     if interrupt.claimed_by_id is None:
         interrupt.claimed_by, interrupt.claimed_at = actor, timezone.now()
         interrupt.save(update_fields=["claimed_by", "claimed_at"])
+        trail.record(actions.INTERRUPT_CLAIMED, interrupt=interrupt, actor=actor)
     return interrupt
 
 
@@ -382,10 +477,14 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
         raise PermissionDenied(
             f"interrupt {interrupt.pk!r} is claimed by "
-            f"{interrupt.claimed_by.get_username()}; only they or a supervisor may release it"
+            f"{_claimer(interrupt)}; only they or a supervisor may release it"
         )
+    claimer = _claimer(interrupt)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["claimed_by", "claimed_at"])
+    trail.record(
+        actions.INTERRUPT_RELEASED, interrupt=interrupt, actor=actor, data={"claimed_by": claimer}
+    )
     return interrupt
 
 
@@ -402,7 +501,15 @@ def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrup
             f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
         )
     _require_pending(interrupt)
+    previous = interrupt.assignees
+    claimer = _claimer(interrupt) if interrupt.claimed_by_id else None
     interrupt.assignees = checked_assignees(interrupt, assignees)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
+    trail.record(
+        actions.INTERRUPT_REASSIGNED,
+        interrupt=interrupt,
+        actor=actor,
+        data={"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer},
+    )
     return interrupt

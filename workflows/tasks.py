@@ -6,6 +6,7 @@ autodiscovery does."""
 from celery import Task, shared_task
 
 from . import dispatch, webhooks, worker
+from .audit import documents
 from .models import IdempotencyKey
 
 
@@ -45,3 +46,9 @@ def deliver_webhook(delivery_id: str) -> None:
 @shared_task(name=dispatch.PURGE_IDEMPOTENCY_KEYS, ignore_result=True)
 def purge_idempotency_keys() -> int:
     return IdempotencyKey.purge_expired()
+
+
+@shared_task(name=dispatch.WRITE_AUDIT_CHECKPOINT, ignore_result=True)
+def write_audit_checkpoint() -> str | None:
+    """A signed checkpoint of the audit chains' heads, to HITL["AUDIT_CHECKPOINT_PATH"]."""
+    return documents.write_checkpoint()

@@ -7,8 +7,9 @@ import functools
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import OperationalError, connection, transaction
 
@@ -17,6 +18,9 @@ from .engine.errors import InvocationNotFoundError
 from .store import DjangoStore
 
 logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # Conflicts a write transaction may meet and that succeed when tried again: PostgreSQL's
 # deadlock, serialization and lock-timeout errors, and SQLite's busy database.
@@ -36,13 +40,13 @@ def retryable(error: OperationalError) -> bool:
     return connection.vendor == "sqlite" and "locked" in str(error)
 
 
-def write_transaction(func: Callable[..., Any]) -> Callable[..., Any]:
+def write_transaction(func: Callable[P, R]) -> Callable[P, R]:
     """Run `func` in one transaction, tried again (up to WRITE_ATTEMPTS times, with a short
     random pause) when the database reports a conflict that a retry resolves. Inside a
     caller's transaction it runs once, in a savepoint: only the outermost can retry."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if connection.in_atomic_block:
             with transaction.atomic():
                 return func(*args, **kwargs)
@@ -64,6 +68,10 @@ def locked_checkpoint(db: DjangoStore, invocation: Any) -> Any:
     """The checkpoint of `invocation` (a model or its id), its row locked for this
     transaction; InvocationNotFoundError when there is none."""
     invocation_id = getattr(invocation, "pk", invocation)
+    try:
+        uuid.UUID(str(invocation_id))
+    except ValueError:  # not an invocation id at all: none has it, the query is not sent
+        raise InvocationNotFoundError(invocation_id) from None
     checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
     if checkpoint is None:
         raise InvocationNotFoundError(invocation_id)

@@ -14,6 +14,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from . import dispatch
+from .audit import actions, trail
+from .audit.canonical import timestamp
 from .conf import hitl_settings
 from .engine.errors import DefinitionChangedError
 from .engine.events import DefaultResponse
@@ -86,6 +88,7 @@ def execute(invocation_id: str) -> float | None:
         store=DjangoStore(lease_seconds=hitl_settings.LEASE_SECONDS, inline=True),
         lease_ttl=hitl_settings.LEASE_SECONDS,
         max_value_bytes=hitl_settings.MAX_VALUE_BYTES,
+        max_value_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     try:
         ran = _in_this_thread(runner.advance(str(invocation_id), wait=False))
@@ -161,12 +164,19 @@ def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
     db = store()
     checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
     record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
-    if record is None or record.status != InterruptStatus.PENDING:
+    if checkpoint is None or record is None or record.status != InterruptStatus.PENDING:
         return 0  # answered or expired meanwhile
     fails = not isinstance(record.request.on_timeout, DefaultResponse)
     if fails and Invocation.objects.leased().filter(pk=invocation_id).exists():
         return 0
     db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
+    applied = {"policy": "fail"}
+    if not fails:
+        applied = {"policy": "default_response", "response": record.request.on_timeout.response}
+    deadline = timestamp(record.deadline) if record.deadline else None
+    trail.record(
+        actions.INTERRUPT_EXPIRED, interrupt=record, data={"deadline": deadline, **applied}
+    )
     dispatch.enqueue_run(invocation_id)
     return 1
 

@@ -69,6 +69,9 @@ def test_swagger_ui_and_redoc_load_their_assets_locally():
 
 # Read from the running API (a WSGI handler in this process), as a client would.
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", WSGIHandler())
+# Every text field refuses NUL characters (DRF's CharField; PostgreSQL stores none), so a
+# request with one is not a valid request.
+schema.config.generation.update(allow_x00=False)
 
 
 @pytest.fixture

@@ -161,7 +161,7 @@ async def test_a_bad_answer_is_refused_and_changes_nothing(store_backend, value)
     with pytest.raises(ResponseValidationError) as raised:
         await h.resume({"q": value})
     assert raised.value.code == "invalid_response"
-    assert raised.value.field == "response"
+    assert raised.value.field == "function_responses[0].response"
     assert await h.snapshot() == before
 
 

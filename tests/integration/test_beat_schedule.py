@@ -5,12 +5,15 @@ job. A new entry without a job check here fails the suite."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from celery.schedules import maybe_schedule
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import override_settings
@@ -18,6 +21,7 @@ from django.utils import timezone
 
 from tests.project.celery import app as celery_app
 from workflows import services
+from workflows.audit.verify import check_checkpoint
 from workflows.conf import hitl_settings
 from workflows.engine import DefaultResponse, RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
@@ -107,10 +111,24 @@ def purges_old_idempotency_keys(entry_name: str, request: pytest.FixtureRequest)
     assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["fresh"]
 
 
+def writes_an_audit_checkpoint(entry_name: str, request: pytest.FixtureRequest) -> None:
+    assert run_scheduled(entry_name) is None  # no path configured: nothing written
+    path = request.getfixturevalue("tmp_path") / "checkpoint.json"
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+    services.start(request.getfixturevalue("asking")())
+    with override_settings(HITL={"AUDIT_SIGNING_KEY": pem, "AUDIT_CHECKPOINT_PATH": str(path)}):
+        assert run_scheduled(entry_name) == str(path)
+    written = json.loads(path.read_text())
+    check_checkpoint(written, key.public_key())
+    assert [chain["length"] for chain in written["chains"]] == [1]
+
+
 JOBS: dict[str, Callable[[str, pytest.FixtureRequest], None]] = {
     "workflows.tasks.recover_stalled": recovers_stalled_work,
     "workflows.tasks.expire_overdue_interrupts": expires_overdue_questions,
     "workflows.tasks.purge_idempotency_keys": purges_old_idempotency_keys,
+    "workflows.tasks.write_audit_checkpoint": writes_an_audit_checkpoint,
 }
 
 

@@ -38,8 +38,9 @@ INSTALLED_APPS += [
     )
     if find_spec(app) is not None
 ]
-# django_jsonform is a dependency of the app (the decision form's JSON editor).
-INSTALLED_APPS += ["workflows", "django_jsonform"]
+# django_jsonform is a dependency of the app (the decision form's JSON editor); pgtrigger
+# installs the trigger that keeps the audit trail append-only on PostgreSQL.
+INSTALLED_APPS += ["workflows", "django_jsonform", "pgtrigger"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -150,6 +151,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
+        "schedule": timedelta(hours=1),
+    },
+    "hitl-audit-checkpoint": {
+        "task": "workflows.tasks.write_audit_checkpoint",
         "schedule": timedelta(hours=1),
     },
 }

@@ -194,7 +194,7 @@ def test_bad_answers_and_inputs_are_named_errors_that_change_nothing(register_wo
     deep: list = []
     for _ in range(10_000):
         deep = [deep]
-    with pytest.raises(InputValidationError, match="nested too deeply"):
+    with pytest.raises(InputValidationError, match="nested more than 64 levels deep"):
         services.start("guard_bad", deep)
     assert (Interrupt.objects.get(pk="guard-bad-q").status, Invocation.objects.count()) == before
 

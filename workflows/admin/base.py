@@ -5,11 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
+
+from ..engine.values import is_possible_id
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewing only: every state change goes through services."""
+    """Viewing only: every state change goes through services. What a query string or a
+    URL holds never fails a page: the database is not asked what it cannot answer."""
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Model | None:
+        if not is_possible_id(object_id):  # PostgreSQL fails on a NUL even in a lookup
+            return None
+        return super().get_object(request, object_id, from_field)
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        """Django's changelist; a query string it would fail on is an invalid lookup, which
+        the list answers with its "?e=1" page: a NUL character (PostgreSQL refuses to
+        compare it) or a date the date hierarchy cannot bound (the year 9999 ends in
+        the year 10000)."""
+        if any("\x00" in text for item in request.GET.lists() for text in (item[0], *item[1])):
+            raise IncorrectLookupParameters("a NUL character in the query string")
+        try:
+            return super().get_changelist_instance(request)
+        except (ValueError, OverflowError) as exc:
+            raise IncorrectLookupParameters(exc) from exc
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

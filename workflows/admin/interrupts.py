@@ -30,6 +30,7 @@ class InterruptAdmin(MonitorAdmin):
                     "for_whom",
                     "quorum",
                     "four_eyes",
+                    "require_signature",
                     "claimed_by",
                     "deadline",
                     "when_overdue",

@@ -183,7 +183,7 @@ class InvocationAdmin(MonitorAdmin):
     ) -> tuple[Invocation, str]:
         """The invocation the page is about and its page's URL; 404 or 403 first."""
         invocation = self.get_object(request, object_id)
-        if invocation is None:
+        if not isinstance(invocation, Invocation):  # None: no such invocation
             raise Http404(f"no invocation {object_id!r}")
         if not allowed(request, invocation):
             raise PermissionDenied

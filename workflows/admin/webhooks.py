@@ -89,8 +89,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 
 class WebhookAttemptInline(admin.TabularInline):
     model = WebhookAttempt
-    fields = ["attempted_at", "status_code", "duration_ms", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = ("attempted_at", "status_code", "duration_ms", "error")
     extra = 0
     can_delete = False
 

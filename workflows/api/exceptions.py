@@ -110,8 +110,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = PayloadTooLarge(str(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(*exc.args)
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):  # its code, when it has one of its own
+        detail = exc.args[0] if exc.args else None
+        exc = exceptions.PermissionDenied(detail, code=getattr(exc, "code", None))
     response = drf_exception_handler(exc, context)
     if response is None:
         return None  # not an expected error: a server error that must show up as one

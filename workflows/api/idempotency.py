@@ -22,6 +22,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..conf import hitl_settings
+from ..engine.errors import ValueEncodingError
+from ..engine.values import check_text
 from ..models import IdempotencyKey
 from .exceptions import IdempotencyKeyReused
 
@@ -61,8 +63,10 @@ def idempotent(action: Callable[..., Response]) -> Callable[..., Response]:
         key = request.headers.get(HEADER, "").strip()
         if not key:
             return action(view, request, *args, **kwargs)
-        if len(key) > MAX_KEY_LENGTH:
-            raise ValidationError({HEADER: f"at most {MAX_KEY_LENGTH} characters"})
+        try:
+            check_text(key, HEADER, MAX_KEY_LENGTH)
+        except ValueEncodingError as exc:
+            raise ValidationError({HEADER: exc.reason}) from None
         fingerprint = request_fingerprint(request)
         user: Any = request.user  # signed in: the views ask for it before this runs
         method = str(request.method)

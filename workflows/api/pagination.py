@@ -2,13 +2,16 @@
 (an append-only history a client follows). A page_size outside 1..max_page_size is a
 400, not silently the default."""
 
+import re
 from typing import Any
 
-from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 from rest_framework.request import Request
 
 PAGE_SIZE = "page_size"  # the query parameter
+_SMALL_NUMBER = re.compile(r"[0-9]{1,9}")
+_EVENT_ID = re.compile(r"[0-9]{1,18}")  # within a 64-bit id column
 
 
 class StrictPageSize:
@@ -17,7 +20,11 @@ class StrictPageSize:
 
     def get_page_size(self, request: Request) -> Any:
         given = request.query_params.get(PAGE_SIZE)
-        if given is not None and not (given.isdigit() and 1 <= int(given) <= self.max_page_size):
+        # ASCII digits only, and few of them: int() takes "²" for a digit, and refuses
+        # thousands of digits with a ValueError of its own.
+        if given is not None and not (
+            _SMALL_NUMBER.fullmatch(given) and 1 <= int(given) <= self.max_page_size
+        ):
             raise ValidationError({PAGE_SIZE: f"an integer from 1 to {self.max_page_size}"})
         return super().get_page_size(request)  # type: ignore[misc]
 
@@ -38,3 +45,12 @@ class EventCursorPagination(StrictPageSize, CursorPagination):
     ordering = "id"
     page_size = 100
     max_page_size = 1000
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        """DRF's cursor, whose position must be an event id: any other is an invalid
+        cursor (404), not a query the database fails on."""
+        cursor = super().decode_cursor(request)
+        position = cursor.position if cursor is not None else None
+        if position is not None and not _EVENT_ID.fullmatch(str(position)):
+            raise NotFound(self.invalid_cursor_message)
+        return cursor

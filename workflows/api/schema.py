@@ -17,7 +17,9 @@ ERROR_DESCRIPTIONS = {
     "`invalid_response`, `invalid_input`, `invalid_grant`, `unknown_workflow`, "
     "`multiple_invocations`).",
     401: "Not authenticated (`not_authenticated`, `authentication_failed`).",
-    403: "Not allowed (`permission_denied`): the answer rule or a model permission refused.",
+    403: "Not allowed (`permission_denied`): the answer rule or a model permission refused; "
+    "or the question needs a passkey's signature and none came (`signature_required`), the "
+    "caller has no passkey (`no_passkey`), or the signature does not hold (`invalid_signature`).",
     404: "Unknown interrupt, invocation, grant or workflow (`unknown_interrupt`, "
     "`unknown_invocation`, `unknown_grant`, `not_found`).",
     409: "Conflict: the interrupt is not pending or was answered differently "

@@ -76,6 +76,7 @@ class InterruptSummarySerializer(serializers.ModelSerializer):
             "assignees",
             "quorum",
             "four_eyes",
+            "require_signature",
             "claimed_by",
             "claimed_at",
             "deadline",
@@ -187,9 +188,58 @@ class FunctionResponsesSerializer(serializers.Serializer):
     )
 
 
-class DecisionRequestSerializer(serializers.Serializer):
-    response = AnyJSON(allow_null=True, help_text="The answer; see the interrupt's schema.")
+class ChallengeRequestSerializer(serializers.Serializer):
+    response = AnyJSON(help_text="The answer; see the interrupt's schema (null is none).")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
+
+
+class AssertionResponseSerializer(serializers.Serializer):
+    clientDataJSON = serializers.CharField(help_text="base64url")
+    authenticatorData = serializers.CharField(help_text="base64url")
+    signature = serializers.CharField(help_text="base64url")
+    userHandle = serializers.CharField(required=False, allow_null=True, help_text="base64url")
+
+
+class AssertionSerializer(serializers.Serializer):
+    """A WebAuthn assertion in its JSON form (what `PublicKeyCredential.toJSON()` gives for
+    navigator.credentials.get()): binary values base64url without padding."""
+
+    id = serializers.CharField(help_text="The credential id, base64url.")
+    rawId = serializers.CharField(help_text="The same id.")
+    type = serializers.ChoiceField(["public-key"])
+    response = AssertionResponseSerializer()
+    authenticatorAttachment = serializers.CharField(required=False, allow_null=True)
+    clientExtensionResults = AnyJSON(required=False)
+
+
+class DecisionRequestSerializer(ChallengeRequestSerializer):
+    assertion = AssertionSerializer(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Your passkey's signature of the decision's challenge "
+        "(`POST interrupts/{id}/challenge/`): required when the interrupt has "
+        "`require_signature`.",
+    )
+
+
+class CredentialDescriptorSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="A credential id of yours, base64url.")
+    type = serializers.ChoiceField(["public-key"])
+    transports = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class ChallengeSerializer(serializers.Serializer):
+    """Options for navigator.credentials.get() in their JSON form
+    (`PublicKeyCredential.parseRequestOptionsFromJSON` reads them as they are)."""
+
+    challenge = serializers.CharField(
+        help_text="base64url of the 32 bytes derived from the question and the answer."
+    )
+    timeout = serializers.IntegerField(help_text="Milliseconds.")
+    rpId = serializers.CharField()
+    allowCredentials = CredentialDescriptorSerializer(many=True)
+    userVerification = serializers.CharField()
 
 
 class DecisionSerializer(serializers.ModelSerializer):

@@ -22,10 +22,11 @@ from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import services
+from .. import passkeys, services
 from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
+from ..engine.values import is_possible_id
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..registry import UnknownWorkflowError, registry
@@ -43,6 +44,8 @@ from .permissions import (
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .serializers import (
     AcceptedSerializer,
+    ChallengeRequestSerializer,
+    ChallengeSerializer,
     DecisionRequestSerializer,
     DecisionSerializer,
     EventSerializer,
@@ -157,6 +160,9 @@ class ObjectLookupMixin(_ViewSet):
         return super().filter_queryset(queryset)
 
     def get_object(self) -> Any:
+        lookup = self.kwargs[self.lookup_field]
+        if not is_possible_id(lookup):  # one no row has: not even asked of the database
+            raise self.not_found_error(lookup)
         try:
             return super().get_object()
         except Http404:
@@ -282,9 +288,9 @@ class InvocationViewSet(
 
 LIST_DEFERRED = ["payload", "response_schema", "response", "on_timeout"]
 # Acting on one interrupt finds it among all of them, so the rule answers 403, not 404.
-INTERRUPT_ACTIONS = {"decisions", "claim", "release"}
+INTERRUPT_ACTIONS = {"decisions", "challenge", "claim", "release"}
 # Releasing is for the claimer or a supervisor: services.release decides.
-ANSWERING_ACTIONS = {"decisions", "claim"}
+ANSWERING_ACTIONS = {"decisions", "challenge", "claim"}
 
 
 @extend_schema_view(
@@ -342,8 +348,31 @@ class InterruptViewSet(
             given.validated_data["response"],
             actor=request.user,
             comment=given.validated_data["comment"],
+            assertion=given.validated_data["assertion"],
         )
         return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        summary="The challenge your passkey signs to decide this answer (with this comment)",
+        request=ChallengeRequestSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: ChallengeSerializer, **errors(404, 409, *POST_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def challenge(self, request: Request, pk: str) -> Response:
+        interrupt = self.get_object()
+        given = ChallengeRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        challenge = services.signing_challenge(
+            interrupt.pk,
+            given.validated_data["response"],
+            actor=request.user,
+            comment=given.validated_data["comment"],
+        )
+        rp_id = passkeys.relying_party(request).id
+        options = passkeys.assertion_options(request.user, challenge, rp_id)
+        return Response(options)
 
     @extend_schema(
         summary="Mark that you are working on it (a hint to colleagues, not a lock)",

@@ -11,7 +11,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
+
+# The prev_hash of a chain's first entry.
+GENESIS = "0" * 64
+
+# What an entry's entry_hash covers, each under this key (see entry_hash). The actors are
+# user primary keys as strings, the invocation its id as a string, times ISO 8601 UTC.
+ENTRY_FIELDS = (
+    "invocation",
+    "interrupt_id",
+    "action",
+    "actor",
+    "actor_name",
+    "on_behalf_of",
+    "data",
+    "subject_hash",
+    "prev_hash",
+    "created_at",
+)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -30,3 +50,17 @@ def subject_hash(message: str, payload: Any, response_schema: Any) -> str:
     return sha256_hex(
         canonical_json({"message": message, "payload": payload, "response_schema": response_schema})
     )
+
+
+def timestamp(moment: datetime) -> str:
+    """A time as entries hash it: UTC, microseconds, `Z` (2025-01-31T09:30:00.000000Z).
+    A naive time (a project without USE_TZ) is written as it is, without the `Z`."""
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def entry_hash(content: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of an entry's ENTRY_FIELDS, its prev_hash
+    included: what chains each entry to the one before it."""
+    return sha256_hex(canonical_json({name: content[name] for name in ENTRY_FIELDS}))

@@ -63,9 +63,12 @@ class Execution:
         answers: dict[str, Any] | None = None,
         lease_owner: str | None = None,
         max_value_bytes: int | None = None,
+        max_value_depth: int | None = None,
     ) -> None:
         self.invocation = invocation
-        self.max_value_bytes = max_value_bytes  # per stored value (an output, a payload)
+        # Limits per stored value (an output, a payload): bytes encoded, levels of nesting.
+        self.max_value_bytes = max_value_bytes
+        self.max_value_depth = max_value_depth
         self.store = store
         self.node_runs: dict[str, NodeRunState] = {}
         self.children: dict[str, list[str]] = defaultdict(list)

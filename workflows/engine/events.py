@@ -97,7 +97,9 @@ class RequestInput:
     anyone allowed to answer), each principal once (a repeat is dropped); `quorum`
     approvals are needed (above 1 only for a schema with a boolean `approved`), more than
     the named users can give is refused; `four_eyes` bars the person who started the
-    invocation. Bad values raise ValueError here, so the node raising it fails.
+    invocation. `require_signature` accepts a decision only when the approver signs
+    it with a passkey or security key (WebAuthn) they registered. Bad values raise
+    ValueError here, so the node raising it fails.
     """
 
     interrupt_id: str | None = None
@@ -109,6 +111,7 @@ class RequestInput:
     assignees: list[str] = field(default_factory=list)
     quorum: int = 1
     four_eyes: bool = False
+    require_signature: bool = False
 
     def __post_init__(self) -> None:
         self._check_who_answers()
@@ -131,6 +134,10 @@ class RequestInput:
             raise ValueError(f"quorum must be an integer of at least 1, not {self.quorum!r}")
         if not isinstance(self.four_eyes, bool):
             raise ValueError(f"four_eyes must be True or False, not {self.four_eyes!r}")
+        if not isinstance(self.require_signature, bool):
+            raise ValueError(
+                f"require_signature must be True or False, not {self.require_signature!r}"
+            )
         problem = approval_schema_problem(self.response_schema, self.quorum)
         if problem:
             raise ValueError(problem)
@@ -168,6 +175,7 @@ class RequestInput:
             "assignees": list(self.assignees),
             "quorum": self.quorum,
             "four_eyes": self.four_eyes,
+            "require_signature": self.require_signature,
         }
 
     @classmethod
@@ -188,6 +196,7 @@ class RequestInput:
             assignees=list(data.get("assignees") or []),
             quorum=data.get("quorum") or 1,
             four_eyes=bool(data.get("four_eyes")),
+            require_signature=bool(data.get("require_signature")),
         )
 
 

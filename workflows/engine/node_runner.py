@@ -221,9 +221,8 @@ class NodeRunner:
         """Refuse, as this node's failure, what no store could keep (see values.py)."""
         name = self.node.name
         if not self.node.outputs_a_childs_output:
-            ctx.output = to_json_value(
-                ctx.output, f"the output of node {name!r}", ctx._execution.max_value_bytes
-            )
+            limit, depth = ctx._execution.max_value_bytes, ctx._execution.max_value_depth
+            ctx.output = to_json_value(ctx.output, f"the output of node {name!r}", limit, depth)
         if ctx.route is not None:
             check_text(str(ctx.route), f"the route of node {name!r}", MAX_ROUTE_LENGTH)
 
@@ -265,10 +264,10 @@ class NodeRunner:
         """An event the node yielded, its values encoded as every store keeps them (the
         engine's own outcome events carry values encoded already)."""
         what = f"an event of node {ctx.node_name!r}"
-        limit = ctx._execution.max_value_bytes
-        event.output = to_json_value(event.output, what, limit)
+        limit, depth = ctx._execution.max_value_bytes, ctx._execution.max_value_depth
+        event.output = to_json_value(event.output, what, limit, depth)
         event.function_calls = [
-            FunctionCall(c.id, c.name, to_json_value(c.args, what, limit))
+            FunctionCall(c.id, c.name, to_json_value(c.args, what, limit, depth))
             for c in event.function_calls
         ]
         return event
@@ -282,10 +281,10 @@ class NodeRunner:
     @staticmethod
     def _interrupt(ctx: Context, request: RequestInput, recorded: bool = False) -> None:
         what = f"an interrupt of node {ctx.node_name!r}"
-        limit = ctx._execution.max_value_bytes
+        limit, depth = ctx._execution.max_value_bytes, ctx._execution.max_value_depth
         on_timeout = request.on_timeout
         if isinstance(on_timeout, DefaultResponse):
-            on_timeout = DefaultResponse(to_json_value(on_timeout.response, what, limit))
+            on_timeout = DefaultResponse(to_json_value(on_timeout.response, what, limit, depth))
         interrupt_id = check_text(
             request.interrupt_id or new_id(), f"{what}: its id", MAX_INTERRUPT_ID_LENGTH
         )
@@ -293,8 +292,10 @@ class NodeRunner:
             request,
             interrupt_id=interrupt_id,
             message=check_text(str(request.message or ""), f"{what}: its message"),
-            payload=to_json_value(request.payload, what, limit),
-            response_schema=to_json_value(to_json_schema(request.response_schema), what),
+            payload=to_json_value(request.payload, what, limit, depth),
+            response_schema=to_json_value(
+                to_json_schema(request.response_schema), what, max_depth=depth
+            ),
             on_timeout=on_timeout,
         )
         check_schema(request.response_schema)

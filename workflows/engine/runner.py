@@ -48,12 +48,15 @@ class Runner:
         *,
         lease_ttl: float = LEASE_TTL,
         max_value_bytes: int | None = None,
+        max_value_depth: int | None = None,
     ) -> None:
         self.workflow = workflow
         self.store: Store = store if store is not None else InMemoryStore()
         self.lease_ttl = lease_ttl  # seconds; each checkpoint renews the lease
         # Largest input, output, payload or answer stored, encoded (None: no limit).
         self.max_value_bytes = max_value_bytes
+        # Deepest nesting of lists and dicts in such a value (None: what Python can encode).
+        self.max_value_depth = max_value_depth
 
     async def run(
         self,
@@ -66,7 +69,7 @@ class Runner:
         record = InvocationRecord(
             id=invocation_id or new_id(),
             workflow_name=self.workflow.name,
-            input=checked_input(node_input, self.max_value_bytes),
+            input=checked_input(node_input, self.max_value_bytes, self.max_value_depth),
             session_id=session_id,
         )
         await self.store.commit(WriteBatch(record.id, invocation=record))
@@ -86,6 +89,7 @@ class Runner:
                 workflow_name=self.workflow.name,
                 now=datetime.now(UTC),
                 max_bytes=self.max_value_bytes,
+                max_depth=self.max_value_depth,
             )
             try:
                 if acceptance.batch:
@@ -253,6 +257,7 @@ class Runner:
             checkpoint.answers(),
             lease_owner,
             self.max_value_bytes,
+            self.max_value_depth,
         )
         root = Context(execution)
         try:

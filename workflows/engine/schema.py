@@ -5,7 +5,7 @@ from typing import Any
 
 import jsonschema
 
-from .errors import ResponseValidationError
+from .errors import ResponseValidationError, ValueEncodingError
 from .values import decimals_as_numbers
 
 _BUILTIN_SCHEMAS: dict[type, dict[str, str]] = {
@@ -45,12 +45,15 @@ def check_schema(schema: dict[str, Any] | None) -> None:
 
 def unwrap_response(response: Any) -> Any:
     """The answer a response stands for: `{"result": x}` stands for x, a JSON string there
-    is parsed; a Decimal is the number it is. Nothing else is coerced ("3.5" stays text)."""
+    is parsed; a Decimal is the number it is. Nothing else is coerced ("3.5" stays text).
+    A string nested deeper than the parser can go raises ValueEncodingError."""
     if isinstance(response, dict) and set(response) == {"result"}:
         response = response["result"]
         if isinstance(response, str):
             try:
                 return json.loads(response)
+            except RecursionError:
+                raise ValueEncodingError("response", "it is nested too deeply") from None
             except ValueError:
                 return response
     return decimals_as_numbers(response)

@@ -40,24 +40,34 @@ def same_answer(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
-def checked_input(node_input: Any, max_bytes: int | None = None) -> Any:
+def checked_input(
+    node_input: Any, max_bytes: int | None = None, max_depth: int | None = None
+) -> Any:
     """An invocation's input as it will be stored, or InputValidationError /
     PayloadTooLargeError."""
     try:
-        return to_json_value(node_input, "input", max_bytes)
+        return to_json_value(node_input, "input", max_bytes, max_depth)
     except ValueEncodingError as exc:
         error = PayloadTooLargeError if exc.too_large else InputValidationError
         raise error("input", exc.reason) from None
 
 
-def checked_answer(interrupt_id: str, value: Any, max_bytes: int | None = None) -> Any:
-    """An answer as it will be stored, or ResponseValidationError / PayloadTooLargeError."""
+def checked_answer(
+    interrupt_id: str | None,
+    response: Any,
+    max_bytes: int | None = None,
+    max_depth: int | None = None,
+    field: str = "response",
+) -> Any:
+    """An answer as it will be stored: unwrapped (`{"result": ...}`, a JSON string there
+    parsed), then checked, so what is validated and kept is what was parsed. Else
+    ResponseValidationError / PayloadTooLargeError naming `field`."""
     try:
-        return to_json_value(value, "response", max_bytes)
+        return to_json_value(unwrap_response(response), field, max_bytes, max_depth)
     except ValueEncodingError as exc:
         if exc.too_large:
-            raise PayloadTooLargeError("response", exc.reason) from None
-        raise ResponseValidationError(interrupt_id, "response", exc.reason) from None
+            raise PayloadTooLargeError(field, exc.reason) from None
+        raise ResponseValidationError(interrupt_id, field, exc.reason) from None
 
 
 def accept_responses(
@@ -68,6 +78,7 @@ def accept_responses(
     workflow_name: str | None = None,
     now: datetime | None = None,
     max_bytes: int | None = None,
+    max_depth: int | None = None,
 ) -> Acceptance:
     """Validate a submission against the stored interrupts; raise a named error or return
     the batch that records it (user events, resolutions). Nothing is written here."""
@@ -75,11 +86,12 @@ def accept_responses(
         raise ResponseValidationError(None, "function_responses", "at least one is required")
     answers: dict[str, Any] = {}
     names: dict[str, str] = {}
-    for response in responses:
+    for index, response in enumerate(responses):
         record = interrupts.get(response.id)
         if record is None or (workflow_name and record.workflow_name != workflow_name):
             raise UnknownInterruptError(response.id)
-        value = checked_answer(response.id, unwrap_response(response.response), max_bytes)
+        field = f"function_responses[{index}].response"
+        value = checked_answer(response.id, response.response, max_bytes, max_depth, field)
         if response.id in answers and not same_answer(answers[response.id], value):
             raise ResponseValidationError(
                 response.id, "response", "two different answers in one submission"

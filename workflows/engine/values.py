@@ -5,6 +5,8 @@ refused by another after a node has already run.
 Encoding follows Django's DjangoJSONEncoder (datetimes, dates, times, durations, Decimal,
 UUID); anything else JSON cannot hold is refused with a clear message, and so are the
 values PostgreSQL refuses in JSON (NaN and Infinity, lone surrogates, NUL characters).
+With a depth limit, a value nested deeper is refused before anything walks it recursively
+(encoders, copies and pages would otherwise fail with RecursionError).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 # refused alike everywhere rather than cut by one database and kept by another.
 MAX_INTERRUPT_ID_LENGTH = 255
 MAX_ROUTE_LENGTH = 200
+
+_CONTAINERS = (dict, list, tuple)
 
 
 def _duration_iso(value: datetime.timedelta) -> str:
@@ -60,13 +64,38 @@ def _default(value: Any) -> Any:
     raise TypeError(f"a value of type {type(value).__name__} cannot be stored as JSON")
 
 
-def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
+def nesting_depth(value: Any, limit: int) -> int:
+    """How many levels of lists and dicts `value` has (a scalar: 0), counted level by level
+    without recursion; counting stops once past `limit` (so a cycle ends too)."""
+    depth = 0
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    while level and depth <= limit:
+        depth += 1
+        below: list[Any] = []
+        add = below.append
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, _CONTAINERS):
+                    add(child)
+        level = below
+    return depth
+
+
+def _too_deep(max_depth: int | None) -> str:
+    if max_depth is None:
+        return "it is nested too deeply"
+    return f"it is nested more than {max_depth} levels deep"
+
+
+def encode(
+    value: Any, what: str, max_bytes: int | None = None, max_depth: int | None = None
+) -> str:
     """`value` as JSON text, or ValueEncodingError saying what is wrong with it."""
     try:
         text = json.dumps(value, default=_default, allow_nan=False, ensure_ascii=False)
         size = len(text.encode("utf-8"))
     except RecursionError:
-        raise ValueEncodingError(what, "it is nested too deeply") from None
+        raise ValueEncodingError(what, _too_deep(max_depth)) from None
     except UnicodeEncodeError:
         raise ValueEncodingError(what, "it contains a lone surrogate character") from None
     except ValueError as exc:  # NaN, Infinity, a circular reference
@@ -80,10 +109,19 @@ def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
         raise ValueEncodingError(
             what, f"it is {size} bytes encoded, over the limit of {max_bytes}", too_large=True
         )
+    # Fewer brackets than the limit cannot nest deeper: most values are not walked.
+    if (
+        max_depth is not None
+        and text.count("[") + text.count("{") > max_depth
+        and nesting_depth(value, max_depth) > max_depth
+    ):
+        raise ValueEncodingError(what, _too_deep(max_depth))
     return text
 
 
-def to_json_value(value: Any, what: str, max_bytes: int | None = None) -> Any:
+def to_json_value(
+    value: Any, what: str, max_bytes: int | None = None, max_depth: int | None = None
+) -> Any:
     """`value` as the store will give it back: plain JSON types (a Decimal becomes its
     string, a tuple a list), or ValueEncodingError."""
     if value is None or type(value) in (bool, int, str):
@@ -92,7 +130,11 @@ def to_json_value(value: Any, what: str, max_bytes: int | None = None) -> Any:
         if max_bytes is not None and type(value) is str and len(value) * 4 > max_bytes:
             encode(value, what, max_bytes)
         return value
-    return json.loads(encode(value, what, max_bytes))
+    text = encode(value, what, max_bytes, max_depth)
+    try:
+        return json.loads(text)
+    except RecursionError:  # the parser gives up a little before the encoder does
+        raise ValueEncodingError(what, _too_deep(max_depth)) from None
 
 
 def _number(value: decimal.Decimal) -> int | float:
@@ -200,6 +242,18 @@ def _has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def is_possible_id(value: Any) -> bool:
+    """Whether a stored row can have `value` as its id: a non-empty string of at most
+    MAX_INTERRUPT_ID_LENGTH characters that every database can compare (PostgreSQL refuses
+    even to look up a string with a NUL character or a lone surrogate)."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_INTERRUPT_ID_LENGTH
+        and "\x00" not in value
+        and not _has_surrogate(value)
+    )
 
 
 def check_text(text: str, what: str, max_length: int | None = None) -> str:

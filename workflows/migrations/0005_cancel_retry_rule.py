@@ -46,7 +46,7 @@ def grant_cancel_and_retry(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0003_webhook_url_schemes"),
+        ("workflows", "0004_audit"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

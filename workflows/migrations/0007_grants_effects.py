@@ -10,7 +10,7 @@ import workflows.gate_models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0005_cancel_retry_rule"),
+        ("workflows", "0006_require_signature"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -83,16 +83,16 @@ class Dialect:
     def pk(self, invocation_id: str) -> Any:
         return _db_pk(self.using, invocation_id)
 
-    def datetime(self, value: datetime) -> Any:
+    def adapt_datetime(self, value: datetime) -> Any:
         return connections[self.using].ops.adapt_datetimefield_value(stored_time(value))
 
     def clock(self, now: datetime) -> Statement:
         """Leases are judged on the database's clock where it has one that all workers
         share; an embedded database's clock is this machine's."""
-        return "%s", [self.datetime(now)]
+        return "%s", [self.adapt_datetime(now)]
 
     def lease_expiry(self, now: datetime, seconds: float) -> Statement:
-        return "%s", [self.datetime(now + timedelta(seconds=seconds))]
+        return "%s", [self.adapt_datetime(now + timedelta(seconds=seconds))]
 
     # -- what a dialect may do in fewer statements ---------------------------------------
     def step(self, batch: WriteBatch, now: datetime, lease_seconds: float) -> Statement | None:

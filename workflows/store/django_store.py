@@ -15,9 +15,11 @@ the store's dialect, chosen once per store from the alias's backend.
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Iterable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.db import connections, transaction
@@ -151,6 +153,11 @@ class DjangoStore(AgentActions):
         rows = self.dialect.select(sql.events(self.dialect.pk(invocation_id)))
         return [event_from_row(r) for r in rows]
 
+    def cursor(self) -> contextlib.AbstractContextManager[Any]:
+        """The store's own cursor (the dialect's driver cursor), for statements of the
+        write path outside the store that run as often as its own: the audit trail's."""
+        return self.dialect.cursor()
+
     def check_assignees_sync(self, invocation_id: str, requests: list[RequestInput]) -> None:
         """ValueError when the users a request's groups and named users hold cannot give its
         quorum (the engine counts a list of users alone itself)."""
@@ -237,7 +244,7 @@ class DjangoStore(AgentActions):
         for resolution in batch.resolutions:
             check = partial(self._resolved, resolution.interrupt_id)
             checked.append((*sql.resolution_update(resolution, now, dialect), check))
-        stamp = dialect.datetime(now)
+        stamp = dialect.adapt_datetime(now)
         for part in sql.parts(batch.node_runs.items(), len(NODE_RUN_COLUMNS)):
             checked.append((*sql.node_run_upsert(pk, part, stamp), None))
         if batch.new_interrupts:
@@ -254,7 +261,8 @@ class DjangoStore(AgentActions):
         """Insert the interrupt rows; the last check raises DuplicateInterruptError for an
         id held already (by any node run), and the transaction then writes nothing."""
         connection = connections[self.using]
-        columns = [f.column for f in Interrupt._meta.concrete_fields]
+        # A concrete field always has a column (the stubs allow None for other fields).
+        columns = [cast(str, f.column) for f in Interrupt._meta.concrete_fields]
         inserted: set[str] = set()
         parts = sql.parts(records, len(columns))
         checked: list[Checked] = []
@@ -291,7 +299,7 @@ class DjangoStore(AgentActions):
 
     def _create_invocation(self, record: InvocationRecord) -> None:
         """An invocation started by the engine's own Runner (services create theirs)."""
-        session_id = record.session_id
+        session_id: str | uuid.UUID | None = record.session_id
         if session_id is None:
             session_id = Session.objects.using(self.using).create().pk
         Invocation.objects.using(self.using).create(

@@ -137,10 +137,10 @@ class PostgreSQLDialect(Dialect):
         # inserting an event or an interrupt takes on its invocation.
         return sql + " FOR NO KEY UPDATE"
 
-    def datetime(self, value: datetime) -> Any:
+    def adapt_datetime(self, value: datetime) -> Any:
         if settings.USE_TZ:
             return value  # psycopg adapts aware datetimes itself
-        return super().datetime(value)
+        return super().adapt_datetime(value)
 
     def clock(self, now: datetime) -> Statement:
         return "clock_timestamp()", []
@@ -163,7 +163,7 @@ class PostgreSQLDialect(Dialect):
                 f"runs AS ({INSERT_NODE_RUNS} SELECT * FROM (VALUES {rows}) AS v "
                 f"WHERE {IF_WRITTEN} {NODE_RUN_CONFLICT})"
             )
-            params += node_run_values(pk, batch.node_runs.items(), self.datetime(now))
+            params += node_run_values(pk, batch.node_runs.items(), self.adapt_datetime(now))
         if batch.events:
             marks = _cast_marks(self.using, SessionEvent, tuple(EVENT_COLUMNS))
             rows = value_rows(len(batch.events), marks)

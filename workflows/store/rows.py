@@ -64,7 +64,7 @@ INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
     *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
     *("resolved_by_id", "resolved_at", "deadline", "assignees", "quorum", "four_eyes"),
-    "deferred",
+    *("require_signature", "deferred"),
 ]
 EVENT_READ = EVENT_COLUMNS
 
@@ -97,6 +97,8 @@ def aware(value: Any) -> datetime | None:
     if value is None:
         return None
     parsed = value if isinstance(value, datetime) else parse_datetime(value)
+    if parsed is None:
+        raise ValueError(f"not a stored datetime: {value!r}")
     if timezone.is_aware(parsed):
         return parsed
     # Naive: UTC with USE_TZ (how Django stores it on SQLite), else the current time zone.
@@ -147,7 +149,16 @@ def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, Node
 def interrupt_record(row: tuple) -> InterruptRecord:
     id_, invocation_id, workflow_name, path, run_id, message, payload, *rest = row
     response_schema, timeout_seconds, on_timeout, status, response, consumed, *rest = rest
-    resolved_by_id, resolved_at, deadline, assignees, quorum, four_eyes, deferred = rest
+    (
+        resolved_by_id,
+        resolved_at,
+        deadline,
+        assignees,
+        quorum,
+        four_eyes,
+        require_signature,
+        deferred,
+    ) = rest
     request = {
         "interrupt_id": id_,
         "message": message,
@@ -158,6 +169,7 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         "assignees": loads(assignees),
         "quorum": quorum,
         "four_eyes": bool(four_eyes),
+        "require_signature": bool(require_signature),
     }
     return InterruptRecord(
         id=id_,
@@ -273,6 +285,7 @@ def interrupt_fields(record: InterruptRecord) -> dict[str, Any]:
         "assignees": request["assignees"],
         "quorum": request["quorum"],
         "four_eyes": request["four_eyes"],
+        "require_signature": request["require_signature"],
     }
 
 

@@ -43,7 +43,7 @@ MAX_PARAMETERS = 30_000
 class Clock(Protocol):
     """The dialect's part in the statements that write times."""
 
-    def datetime(self, value: datetime) -> Any:
+    def adapt_datetime(self, value: datetime) -> Any:
         """`value` as the database takes it as a parameter."""
 
     def clock(self, now: datetime) -> Statement:
@@ -201,14 +201,14 @@ def invocation_update(
         # UPDATEs of a 100-node chain, docs/performance.md).
         assignments += ["updated_at = %s", "status = %s", "output = %s", "error = %s"]
         values += [
-            time.datetime(now),
+            time.adapt_datetime(now),
             invocation.status,
             dumps(invocation.output),
             invocation.error or "",
         ]
         if invocation.status.is_final:
             assignments.append("finished_at = %s")
-            values.append(time.datetime(now))
+            values.append(time.adapt_datetime(now))
     conditions, arguments = ["id = %s"], [pk]
     if batch.lease_owner is not None:
         # A run writes only while the invocation is open: no write of a run changes a
@@ -240,7 +240,7 @@ def resolution_update(resolution: Resolution, now: datetime, time: Clock) -> Sta
             resolution.status,
             None if response is None else dumps(response),
             resolution.actor,
-            time.datetime(resolution.at or now),
+            time.adapt_datetime(resolution.at or now),
             resolution.interrupt_id,
             InterruptStatus.PENDING,
         ],

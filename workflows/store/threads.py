@@ -9,6 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,22 @@ def outside_loop(func: Any, *args: Any) -> Any:
         asyncio.events._set_running_loop(loop)
 
 
+@dataclass(slots=True)
+class _Lease:
+    store: DjangoStore
+    invocation_id: str
+    ttl: float
+    renews_at: float  # on the monotonic clock
+    on_lost: Callable[[], None]
+
+
 class KeepAlive:
     """One thread per process renews the leases of the runs whose loop a synchronous
     node body may block (inline stores): each every third of its length, on the thread's
     own connection. A lease found lost calls the run's `on_lost` (from this thread)."""
 
     def __init__(self) -> None:
-        self._leases: dict[str, list[Any]] = {}
+        self._leases: dict[str, _Lease] = {}
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
         # When the thread next looks at the leases (it is woken only for an earlier one:
@@ -58,7 +68,7 @@ class KeepAlive:
         ttl: float,
         on_lost: Callable[[], None],
     ) -> Iterator[None]:
-        entry = [store, invocation_id, ttl, time.monotonic() + ttl / 3, on_lost]
+        entry = _Lease(store, invocation_id, ttl, time.monotonic() + ttl / 3, on_lost)
         with self._changed:
             self._leases[owner] = entry
             if self._thread is None or not self._thread.is_alive():
@@ -67,7 +77,7 @@ class KeepAlive:
                     target=self._run, name="hitl-lease-keep-alive", daemon=True
                 )
                 self._thread.start()
-            elif entry[3] < self._wakes_at:
+            elif entry.renews_at < self._wakes_at:
                 self._changed.notify()
         try:
             yield
@@ -79,28 +89,29 @@ class KeepAlive:
         while True:
             with self._changed:
                 now = time.monotonic()
-                due = [(o, e) for o, e in self._leases.items() if e[3] <= now]
+                due = [(o, e) for o, e in self._leases.items() if e.renews_at <= now]
                 if not due:
-                    self._wakes_at = min((e[3] for e in self._leases.values()), default=now + 60)
+                    renewals = (e.renews_at for e in self._leases.values())
+                    self._wakes_at = min(renewals, default=now + 60)
                     self._changed.wait(self._wakes_at - now)
                     self._wakes_at = 0.0
                     continue
                 self._wakes_at = 0.0
-            for owner, (store, invocation_id, ttl, _, on_lost) in due:
+            for owner, lease in due:
                 try:
-                    held = store.renew_lease_apart(invocation_id, owner, ttl)
+                    held = lease.store.renew_lease_apart(lease.invocation_id, owner, lease.ttl)
                 except Exception:  # cannot tell now (a busy database): ask at the next beat
                     held = None
                 with self._changed:
                     entry = self._leases.get(owner)
                     if entry is None:
                         continue  # the run ended meanwhile
-                    entry[3] = time.monotonic() + ttl / 3
+                    entry.renews_at = time.monotonic() + lease.ttl / 3
                     if held is False:
                         del self._leases[owner]
                 if held is False:
                     with contextlib.suppress(Exception):  # its loop is gone: the run ended
-                        on_lost()
+                        lease.on_lost()
 
 
 KEEP_ALIVE = KeepAlive()

@@ -1,5 +1,6 @@
 """The periodic jobs without Celery beat: expire overdue questions and re-enqueue stalled
-work every few seconds. For the embedded default (eager Celery, no beat); with a broker,
+work every few seconds, and write an audit checkpoint every AUDIT_CHECKPOINT_SECONDS when
+AUDIT_CHECKPOINT_PATH is set. For the embedded default (eager Celery, no beat); with a broker,
 run `celery beat` instead (running both is harmless, only redundant)."""
 
 import logging
@@ -8,10 +9,13 @@ import socket
 import time
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError, close_old_connections
 
 from workflows import heartbeat, services
+from workflows.audit import documents
+from workflows.conf import hitl_settings
 from workflows.models import Heartbeat
 
 logger = logging.getLogger(__name__)
@@ -40,8 +44,11 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("stopped")
 
+    checkpoint_at: float | None = None  # when this process last wrote an audit checkpoint
+
     def run_jobs(self, name: str) -> None:
         close_old_connections()
+        self.write_checkpoint()
         try:
             expired = services.expire_overdue_interrupts()
             recovered = services.recover_stalled()
@@ -52,3 +59,17 @@ class Command(BaseCommand):
         heartbeat.record(Heartbeat.PERIODIC, name)
         if expired or recovered:
             self.stdout.write(f"expired {expired} question(s), re-enqueued {recovered} run(s)")
+
+    def write_checkpoint(self) -> None:
+        due = self.checkpoint_at is None or (
+            time.monotonic() - self.checkpoint_at >= hitl_settings.AUDIT_CHECKPOINT_SECONDS
+        )
+        if not due or not hitl_settings.AUDIT_CHECKPOINT_PATH:
+            return
+        try:
+            path = documents.write_checkpoint()
+        except (ImproperlyConfigured, OSError, DatabaseError):
+            logger.exception("audit checkpoint not written; trying again next round")
+            return
+        self.checkpoint_at = time.monotonic()
+        self.stdout.write(f"audit checkpoint written to {path}")

@@ -1,0 +1,44 @@
+"""Fixtures of the passkey tests: approvers with a registered software passkey, and the
+assertion of a decision."""
+
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import client_for  # noqa: F401 (a fixture: token-authenticated API clients)
+from tests.audit.conftest import signing_key  # noqa: F401 (a fixture: receipts are signed)
+from tests.factories import ApproverFactory
+from tests.passkeys.authenticator import SoftAuthenticator
+from workflows import passkeys
+from workflows.models import Interrupt
+
+# What the test client's requests are taken for: host "testserver", plain HTTP.
+TEST_CLIENT_RP = passkeys.RelyingParty(
+    id="testserver", name="testserver", origin="http://testserver"
+)
+
+
+def enrol(user: Any, authenticator: SoftAuthenticator | None = None, name: str = "Laptop"):
+    """Register a software passkey for `user` through the service; (row, authenticator)."""
+    authenticator = authenticator or SoftAuthenticator()
+    options, challenge = passkeys.registration_options(user, TEST_CLIENT_RP)
+    credential = authenticator.create(options)
+    row = passkeys.register(user, credential, challenge=challenge, rp=TEST_CLIENT_RP, name=name)
+    return row, authenticator
+
+
+def signature(
+    authenticator: SoftAuthenticator, interrupt: Interrupt, response: Any, comment: str = "", **kw
+) -> dict[str, Any]:
+    """`authenticator`'s assertion of the decision (`response`, `comment`) on `interrupt`."""
+    return authenticator.get(passkeys.challenge_for(interrupt, response, comment), **kw)
+
+
+@pytest.fixture
+def alice(db):
+    return ApproverFactory(username="alice")
+
+
+@pytest.fixture
+def alices_key(alice) -> SoftAuthenticator:
+    return enrol(alice)[1]

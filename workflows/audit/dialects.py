@@ -1,0 +1,165 @@
+"""The statements that append an entry to its chain, one class per database holding only
+what differs. Both lock the chain's head row, write the entry with the head as its
+prev_hash, and move the head to the entry's hash, in the caller's transaction."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from ..models import AuditChainHead, AuditEntry, Invocation
+from .canonical import GENESIS, canonical_json, entry_hash
+from .entries import entry_content
+
+ENTRIES = AuditEntry._meta.db_table
+INVOCATIONS = Invocation._meta.db_table
+HEADS = AuditChainHead._meta.db_table
+SYSTEM_HEAD_ID = 1
+
+# Written from the entry; prev_hash, entry_hash and created_at come from the chain's head.
+VALUE_COLUMNS = [
+    "invocation_id",
+    "interrupt_id",
+    "action",
+    "actor_id",
+    "actor_name",
+    "on_behalf_of_id",
+    "data",
+    "subject_hash",
+]
+ENTRY_COLUMNS = ", ".join([*VALUE_COLUMNS, "prev_hash", "entry_hash", "created_at"])
+
+ENSURE_SYSTEM_HEAD = (
+    f"INSERT INTO {HEADS} (id, entry_hash) VALUES ({SYSTEM_HEAD_ID}, %s) "
+    "ON CONFLICT (id) DO NOTHING"
+)
+# {table}, {column}: where the chain's head is kept; {lock}: the row lock.
+READ_HEAD = "SELECT {column} FROM {table} WHERE id = %s{lock}"
+SET_HEAD = "UPDATE {table} SET {column} = %s WHERE id = %s"
+INSERT_ENTRY = f"INSERT INTO {ENTRIES} ({ENTRY_COLUMNS}) VALUES ({{marks}}) RETURNING id"
+
+# PostgreSQL: the whole append in one statement. The server reads and locks the head,
+# takes the time from its clock, and hashes the entry's canonical JSON, which arrives in
+# three pieces around the two values only it knows (created_at, prev_hash).
+APPEND = (
+    "WITH head AS (SELECT COALESCE(NULLIF({column}, ''), %s) AS prev, clock_timestamp() AS at "
+    "FROM {table} WHERE id = %s FOR NO KEY UPDATE), "
+    "hashed AS (SELECT prev, at, encode(sha256(convert_to(CAST(%s AS text) || {stamp} || "
+    "CAST(%s AS text) || prev || CAST(%s AS text), 'UTF8')), 'hex') AS digest FROM head), "
+    f"entry AS (INSERT INTO {ENTRIES} ({ENTRY_COLUMNS}) SELECT {{casts}}, prev, digest, at "
+    "FROM hashed RETURNING id, prev_hash, entry_hash, created_at) "
+    "UPDATE {table} SET {column} = entry.entry_hash FROM entry WHERE {table}.id = %s "
+    "RETURNING entry.id, entry.prev_hash, entry.entry_hash, entry.created_at"
+)
+# The time as canonical.timestamp writes it: UTC with USE_TZ, else the session's zone.
+UTC_STAMP = """to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
+LOCAL_STAMP = """to_char(at, 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
+
+# Placeholders for the two values the server fills in: NUL cannot occur in what
+# PostgreSQL stores as JSON, so they occur once each in an entry's canonical JSON.
+TIME_MARK, HEAD_MARK = "\x00created_at\x00", "\x00prev_hash\x00"
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Where a chain's head is kept: the invocation row, or the one AuditChainHead row."""
+
+    table: str
+    column: str
+    row: Any
+
+    @property
+    def system(self) -> bool:
+        return self.table == HEADS
+
+
+SYSTEM_CHAIN = Chain(HEADS, "entry_hash", SYSTEM_HEAD_ID)
+
+
+def invocation_chain(key: Any) -> Chain:
+    return Chain(INVOCATIONS, "audit_head", key)
+
+
+class SqliteTrail:
+    """SQLite (and the default for other databases): read the locked head, hash here with
+    this process's clock (SQLite is embedded: its clock is this machine's), insert the
+    entry, move the head."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+    def append(self, cursor: Any, entry: AuditEntry, values: list[Any], chain: Chain) -> bool:
+        """Fill in the entry's prev_hash, entry_hash, created_at and id; False when the
+        chain's head row does not exist."""
+        cursor.execute(
+            READ_HEAD.format(table=chain.table, column=chain.column, lock=self.lock), [chain.row]
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        entry.prev_hash, entry.created_at = row[0] or GENESIS, timezone.now()
+        entry.entry_hash = entry_hash(entry_content(entry))
+        stored_time = self.connection.ops.adapt_datetimefield_value(entry.created_at)
+        marks = ", ".join(["%s"] * (len(VALUE_COLUMNS) + 3))
+        cursor.execute(
+            INSERT_ENTRY.format(marks=marks),
+            [*values, entry.prev_hash, entry.entry_hash, stored_time],
+        )
+        (entry.id,) = cursor.fetchone()
+        cursor.execute(
+            SET_HEAD.format(table=chain.table, column=chain.column), [entry.entry_hash, chain.row]
+        )
+        return True
+
+
+class PostgresTrail(SqliteTrail):
+    """PostgreSQL: one statement, one round trip (APPEND), the time from the server's
+    clock; the hash it computed is checked here against the canonical form."""
+
+    def append(self, cursor: Any, entry: AuditEntry, values: list[Any], chain: Chain) -> bool:
+        entry.prev_hash = HEAD_MARK  # (created_at is not set yet: the server sets it)
+        text = canonical_json({**entry_content(entry), "created_at": TIME_MARK}).decode("utf-8")
+        before_time, _, rest = text.partition(json_text(TIME_MARK))
+        before_head, _, after_head = rest.partition(json_text(HEAD_MARK))
+        cursor.execute(
+            append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
+            [GENESIS, chain.row, before_time, before_head, after_head, *values, chain.row],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        entry.id, entry.prev_hash, digest, entry.created_at = row
+        entry.entry_hash = entry_hash(entry_content(entry))
+        if digest != entry.entry_hash:
+            raise RuntimeError(
+                f"the database hashed audit entry {entry.id} as {digest}, not as its canonical "
+                f"form ({entry.entry_hash}): is the database's encoding UTF8?"
+            )
+        return True
+
+
+def json_text(mark: str) -> str:
+    return canonical_json(mark).decode("utf-8")[1:-1]  # as it appears inside a JSON string
+
+
+@functools.cache
+def append_statement(table: str, column: str, use_tz: bool, using: str) -> str:
+    connection = connections[using]
+    types = {f.column: f.db_type(connection) for f in AuditEntry._meta.concrete_fields}
+    casts = ", ".join(f"CAST(%s AS {types[c]})" for c in VALUE_COLUMNS)
+    return APPEND.format(
+        table=table, column=column, casts=casts, stamp=UTC_STAMP if use_tz else LOCAL_STAMP
+    )
+
+
+def dialect(using: str) -> SqliteTrail:
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        return PostgresTrail(connection)
+    return SqliteTrail(connection)
