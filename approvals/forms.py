@@ -261,10 +261,11 @@ class ApprovalForm(SchemaForm):
         return {"approved": self.cleaned_data["decision"] == self.APPROVE, **super().response()}
 
 
-def comment_of(form: forms.Form) -> str:
-    """The comment that goes onto the Decision: the comment box of an approval's or an
-    approval gate's form, else none."""
-    return str(getattr(form, "comment", ""))
+def comment_of(form: Any) -> str:
+    """The comment that goes onto the Decision: an approval form's comment box, an approval
+    gate's reason (approvals.gates.GateForm), else none."""
+    comment = getattr(form, "comment", "")
+    return comment if isinstance(comment, str) else ""
 
 
 def form_for(schema: dict[str, Any] | None, *args: Any, **kwargs: Any) -> SchemaForm:

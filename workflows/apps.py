@@ -9,7 +9,8 @@ class WorkflowsConfig(AppConfig):
     def ready(self) -> None:
         # checks registers the system checks when imported; task_mode connects Celery's
         # worker_init guard.
-        from . import checks, heartbeat, log, task_mode, webhooks  # noqa: F401
+        # grants connects the audit trail's receiver of grant actions.
+        from . import checks, grants, heartbeat, log, task_mode, webhooks  # noqa: F401
         from .conf import hitl_settings
         from .registry import registry
 

@@ -9,11 +9,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import jsonschema
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
+from django.dispatch import receiver
 from django.utils import timezone
 
+from .audit import trail
 from .engine.errors import InvalidGrantError, UnknownGrantError
 from .engine.gates import Gate, gates_of
 from .engine.questions import is_gate_question
@@ -22,7 +25,7 @@ from .engine.status import GrantScope
 from .gate_models import Grant
 from .policy import grant_policy
 from .registry import registry
-from .signals import announce_grant
+from .store.actions import grant_action, report_grant_action
 from .transactions import write_transaction
 
 VIEW_ALL_PERMISSION = "workflows.view_grant"
@@ -40,6 +43,65 @@ def require_granter(actor: Any, interrupt_id: str, response: Any) -> None:
     refusal = grant_policy().refusal_to_grant(actor, scope)
     if refusal:
         raise PermissionDenied(refusal)
+
+
+@receiver(grant_action, dispatch_uid="workflows.grants.audit")
+def audit_grant_action(
+    sender: Any,
+    action: str,
+    grant_id: str,
+    using: str,
+    actor_id: Any = None,
+    invocation_id: Any = None,
+    interrupt_id: str | None = None,
+    path: str = "",
+    **kwargs: Any,
+) -> None:
+    """Each grant action's entry in the audit trail, in the transaction that makes it: a
+    grant made by a decision joins its question's invocation, a use the invocation that
+    passed, the others the chain of actions outside invocations."""
+    grant = Grant.objects.using(using).filter(pk=grant_id).first()
+    data: dict[str, Any] = {"grant": grant_id}
+    if grant is not None:
+        data.update(
+            workflow=grant.workflow_name,
+            node=grant.node_name,
+            scope=grant.scope,
+            scope_id=grant.scope_id,
+        )
+        if action == "grant.created":
+            data.update(
+                pins=grant.pins,
+                expires_at=grant.expires_at.isoformat() if grant.expires_at else None,
+                uses_left=grant.uses_left,
+            )
+    if path:
+        data["path"] = path
+    users = get_user_model().objects.using(using)
+    actor = users.filter(pk=actor_id).first() if actor_id is not None else None
+    trail.record(
+        action,
+        invocation_id=invocation_id,
+        interrupt=interrupt_id,
+        actor=actor,
+        data=data,
+        using=using,
+    )
+
+
+def edit_of(interrupt: Any, answer: Any) -> dict[str, Any] | None:
+    """What an edit of a gate's question changed, for the audit trail: the proposed and
+    the edited args (None for any other answer)."""
+    if not (is_gate_question(interrupt.pk) and isinstance(answer, dict)):
+        return None
+    if answer.get("decision") != "edit":
+        return None
+    proposed = (interrupt.payload or {}).get("args")
+    edited = answer.get("args")
+    if isinstance(proposed, dict) and isinstance(edited, dict):
+        changed = sorted(k for k in {*proposed, *edited} if proposed.get(k) != edited.get(k))
+        return {"proposed": proposed, "edited": edited, "changed": changed}
+    return {"proposed": proposed, "edited": edited}
 
 
 def visible_grants(user: Any, queryset: QuerySet[Grant] | None = None) -> QuerySet[Grant]:
@@ -106,7 +168,7 @@ def create_grant(
         granted_by=actor,
         created_at=now,
     )
-    announce_grant("grant.created", grant.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
+    report_grant_action("grant.created", grant.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
     return grant
 
 
@@ -125,7 +187,7 @@ def revoke_grant(grant: Grant | str, *, actor: Any) -> Grant:
     if locked.revoked_at is None:
         locked.revoked_at, locked.revoked_by = timezone.now(), actor
         locked.save(update_fields=["revoked_at", "revoked_by"])
-        announce_grant("grant.revoked", locked.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
+        report_grant_action("grant.revoked", locked.pk, DEFAULT_DB_ALIAS, actor_id=actor.pk)
     return locked
 
 

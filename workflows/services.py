@@ -40,7 +40,7 @@ from .engine.transitions import (
     checked_input,
     retry_batch,
 )
-from .grants import require_granter
+from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .policy import (
     CANCEL_PERMISSION,
@@ -367,6 +367,7 @@ def decide(
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     require_pending(interrupt)
     value = _checked_vote(interrupt, value)
+    require_granter(actor, interrupt.pk, value)
     signed = None
     if interrupt.require_signature or assertion is not None:
         signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
@@ -375,6 +376,9 @@ def decide(
         interrupt=interrupt, actor=actor, response=value, comment=comment
     )
     data = {"decision": decision.pk, "response": value, "comment": comment}
+    edited = edit_of(interrupt, value)
+    if edited is not None:  # an approval gate's args, changed before approving
+        data["edit"] = edited
     trail.record(
         actions.DECISION_RECORDED,
         interrupt=interrupt,

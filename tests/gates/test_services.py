@@ -250,3 +250,42 @@ def test_two_dispatches_racing_for_a_grants_last_use_one_passes():
     grant.refresh_from_db()
     assert grant.uses_left == 0
     assert GrantUse.objects.count() == 1
+
+
+def test_grant_actions_and_edits_are_in_the_audit_trail_which_verifies():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from workflows.models import AuditEntry
+
+    boss = support("boss", "add_grant")
+    first = start_refund()
+    edit = {"decision": "edit", "args": {"amount": 30, "customer": "ann"}, "remember": "always"}
+    services.decide(first.pk, edit, actor=boss)
+    grant = Grant.objects.get()
+    later = services.start(REFUND, PROPOSAL)
+    grants.revoke_grant(grant, actor=boss)
+
+    entries = {e.action: e for e in AuditEntry.objects.filter(action__startswith="grant.")}
+    created, used, revoked = (entries[f"grant.{a}"] for a in ("created", "used", "revoked"))
+    assert (created.invocation_id, created.interrupt_id, created.actor) == (
+        first.invocation_id,
+        first.pk,
+        boss,
+    )
+    assert created.data["grant"] == grant.pk and created.data["scope"] == "always"
+    assert (used.invocation_id, used.actor, used.data["path"]) == (
+        later.pk,
+        None,
+        f"{REFUND}@1/refund@1",
+    )
+    assert (revoked.invocation_id, revoked.actor) == (None, boss)
+    decided = AuditEntry.objects.get(action="decision.recorded", interrupt_id=first.pk)
+    assert decided.data["edit"] == {
+        "proposed": PROPOSAL,
+        "edited": {"amount": 30, "customer": "ann"},
+        "changed": ["amount"],
+    }
+    out = StringIO()
+    call_command("hitl_audit", "verify", stdout=out)  # raises SystemExit(1) when broken

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Case, F, Q, When
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .. import signals
@@ -21,8 +22,40 @@ from ..engine.errors import GrantUnavailableError, UnknownGrantError
 from ..engine.state import EffectRecord, GrantRecord, WriteBatch
 from ..engine.status import EffectStatus, GrantScope
 from ..gate_models import Effect, Grant, GrantUse
+from .dialect import Dialect
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
+
+# Sent inside the transaction that makes a grant action (grant.created, grant.used,
+# grant.revoked), so that what a receiver writes (the audit trail's entry) is kept exactly
+# when the action is. After commit, `signals.grant_changed` tells the world.
+grant_action = Signal()
+
+
+def report_grant_action(
+    action: str,
+    grant_id: str,
+    using: str,
+    *,
+    actor_id: Any = None,
+    invocation_id: Any = None,
+    interrupt_id: str | None = None,
+    path: str = "",
+) -> None:
+    """The one place each grant action is reported: in its transaction, then on commit."""
+    grant_action.send(
+        sender=Grant,
+        action=action,
+        grant_id=grant_id,
+        using=using,
+        actor_id=actor_id,
+        invocation_id=invocation_id,
+        interrupt_id=interrupt_id,
+        path=path,
+    )
+    signals.announce_grant(
+        action, grant_id, using, actor_id=actor_id, invocation_id=invocation_id, path=path
+    )
 
 
 # What a grant's record and its row hold alike.
@@ -164,7 +197,13 @@ def _create_grants(grants: list[GrantRecord], using: str) -> None:
     fresh = {g.id: g for g in grants if g.id not in known}  # once per answer
     Grant.objects.using(using).bulk_create([grant_row(g) for g in fresh.values()])
     for grant in fresh.values():
-        signals.announce_grant("grant.created", grant.id, using, actor_id=grant.granted_by)
+        report_grant_action(
+            "grant.created",
+            grant.id,
+            using,
+            actor_id=grant.granted_by,
+            interrupt_id=grant.interrupt_id,
+        )
 
 
 def _use_grants(batch: WriteBatch, using: str) -> None:
@@ -194,7 +233,7 @@ def _use_grants(batch: WriteBatch, using: str) -> None:
         ]
     )
     for use in batch.grant_uses:
-        signals.announce_grant(
+        report_grant_action(
             "grant.used", use.grant_id, using, invocation_id=use.invocation_id, path=use.path
         )
 
@@ -204,7 +243,7 @@ class AgentActions:
     `using`, `dialect` and `_call`)."""
 
     using: str
-    dialect: Any
+    dialect: Dialect
 
     async def _call(self, func: Any, *args: Any) -> Any:
         raise NotImplementedError
