@@ -31,6 +31,7 @@ from .engine.errors import (
     UnknownInterruptError,
 )
 from .engine.events import FunctionResponse, approval_vote
+from .engine.questions import is_gate_question
 from .engine.schema import validate_response
 from .engine.state import InterruptRecord
 from .engine.transitions import (
@@ -193,6 +194,8 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     if actor is not None:
         _require_direct_answerer(actor, interrupts)
         for index, response in enumerate(responses):
+            if not is_gate_question(response.id):
+                continue  # only a gate's answer asks for a grant; accept_responses checks all
             answer = checked_answer(
                 response.id,
                 response.response,

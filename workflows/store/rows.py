@@ -24,8 +24,9 @@ from ..engine.state import NOT_LOADED, Checkpoint, InterruptRecord, InvocationRe
 from ..engine.status import InterruptStatus, NodeStatus
 from ..engine.values import key_order
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
+from ..querysets import ANSWERED_STATUSES
 
-ANSWERED = [InterruptStatus.RESOLVED, InterruptStatus.EXPIRED]
+ANSWERED = ANSWERED_STATUSES  # the statuses of an answered interrupt, one list for all
 
 INVOCATIONS = Invocation._meta.db_table
 NODE_RUNS = NodeRun._meta.db_table
