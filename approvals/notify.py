@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.text import Truncator
 
 from workflows.conf import hitl_settings
-from workflows.engine.events import parse_assignee
+from workflows.engine.principals import parse_assignee
 from workflows.engine.status import InterruptStatus
 from workflows.models import Interrupt
 from workflows.policy import answer_policy
