@@ -8,7 +8,7 @@ from django.urls import NoReverseMatch, reverse
 
 from workflows.conf import hitl_settings
 
-# The pages a notification e-mail links to (approvals.links and approvals.notify reverse
+# The pages a notification e-mail links to (approvals.links reverses
 # them), with where each comes from.
 EMAILED_PAGES = {
     "approvals:email-decision": 'path("approvals/", include("approvals.urls"))',
