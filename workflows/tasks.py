@@ -65,10 +65,13 @@ def notify(
     retrying: list[list] | None = None,
 ) -> None:
     """Tell the notifiers about one event; the calls that failed are retried (only they)
-    after a backoff, up to HITL["NOTIFY_MAX_ATTEMPTS"] calls each. In eager mode the
-    retries run at once, in this process."""
+    after a backoff, up to HITL["NOTIFY_MAX_ATTEMPTS"] calls each. In eager mode (no
+    worker to come back later) the retries follow at once, in this process."""
     attempt = self.request.retries + 1
     failed = notifications.deliver(event, interrupt_ids, context, retrying, attempt=attempt)
+    while failed and self.request.is_eager and attempt < hitl_settings.NOTIFY_MAX_ATTEMPTS:
+        attempt += 1
+        failed = notifications.deliver(event, interrupt_ids, context, failed, attempt=attempt)
     if failed and attempt < hitl_settings.NOTIFY_MAX_ATTEMPTS:
         raise self.retry(
             args=[event, interrupt_ids, context, failed],
