@@ -7,6 +7,7 @@ from unittest import mock
 
 import pytest
 from celery.exceptions import Retry
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Group
 from django.core import mail
 from django.core.checks import run_checks
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from tests.approvals.test_email_links import RefusesBob
 from tests.asking import WORKFLOW, ask
-from tests.factories import ApproverFactory
+from tests.factories import ApproverFactory, StaffFactory
 from workflows import dispatch, services, signals, worker
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Delegation, Interrupt, Invocation, NotificationAttempt
@@ -334,3 +335,21 @@ def test_the_default_notifiers_pass_the_check():
     assert [m for m in run_checks() if m.id == "workflows.E103"] == []
     with override_settings(HITL={"NOTIFIERS": ["approvals.notifiers.slack.SlackNotifier"]}):
         assert [m for m in run_checks() if m.id == "workflows.E103"] == []
+
+
+@override_settings(HITL={"NOTIFIERS": [RAISING, RECORDER], "NOTIFY_MAX_ATTEMPTS": 2})
+def test_the_attempts_are_listed_read_only_in_the_admin_and_on_the_questions_page(client):
+    interrupt = ask(message="Approve the offsite?")
+    client.force_login(StaffFactory(username="root"))
+    listing = client.get("/admin/workflows/notificationattempt/").content.decode()
+    assert listing.count("Approve the offsite?") == 3  # two failed attempts, one sent
+    assert "/admin/workflows/notificationattempt/add/" not in listing
+    attempt = NotificationAttempt.objects.filter(succeeded=False).first()
+    page = client.get(f"/admin/workflows/notificationattempt/{attempt.pk}/change/")
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert b"ConnectionError: chat service down" in page.content
+    question = client.get(f"/admin/workflows/interrupt/{quote(interrupt.pk)}/change/")
+    shown = question.content.decode()
+    assert shown.count("ConnectionError: chat service down") == 2
+    assert RECORDER in shown and 'name="_save"' not in shown
+    assert client.post("/admin/workflows/notificationattempt/add/").status_code == 403
