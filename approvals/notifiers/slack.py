@@ -75,7 +75,7 @@ class SlackNotifier:
             wanted = {name: self.users[name]} if name in self.users else {}
         elif event in (OPENED, ESCALATED) and interrupt.status == InterruptStatus.PENDING:
             wanted = self.targets(interrupt.assignees)
-        calls = [(f"post:{name}", name, channel) for name, channel in wanted.items()]
+        calls = [(f"post:{n}", n, channel) for n, channel in wanted.items() if n not in posted]
         if event in (ESCALATED, DECIDED):
             calls += [(f"update:{name}", name, m.channel) for name, m in posted.items()]
         elif event == REMINDED:  # those reminded: who the question still names
@@ -83,7 +83,7 @@ class SlackNotifier:
             calls += [(f"update:{n}", n, m.channel) for n, m in posted.items() if n in current]
         failures: dict[str, str] = {}
         for key, name, channel in calls:
-            if (only is not None and key not in only) or (key[0] == "p" and name in posted):
+            if only is not None and key not in only:
                 continue
             try:
                 self._send(event, interrupt, name, channel, posted.get(name), delegation)

@@ -26,7 +26,6 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from .. import dispatch, signals
@@ -173,7 +172,7 @@ def delegated_questions(delegation: Delegation) -> list[str]:
         status=InterruptStatus.PENDING,
     )
     if delegation.workflows:
-        pending = pending.filter(Q(workflow_name__in=delegation.workflows))
+        pending = pending.filter(workflow_name__in=delegation.workflows)
     return list(pending.order_by("created_at").values_list("pk", flat=True))
 
 
