@@ -270,3 +270,14 @@ def test_without_a_token_the_slack_notifier_is_off(slack):
     with override_settings(HITL={"NOTIFIERS": [SLACK_NOTIFIER], "SLACK": {"CHANNEL": "C000"}}):
         ask(assignees=["user:ada"])
     assert slack.calls == [] and not NotificationAttempt.objects.exists()
+
+
+def test_a_failing_update_is_retried_alone(slack):
+    ada = ApproverFactory(username="ada")
+    interrupt = ask(assignees=["user:ada", "group:finance"])
+    slack.failing.add("C456")
+    services.decide(interrupt.pk, {"approved": True}, actor=ada)
+    updated = sorted(call.body["channel"] for call in slack.made("chat.update"))
+    assert updated == ["C456", "C456", "C456", "D123"]
+    failed = NotificationAttempt.objects.filter(event="decided", succeeded=False)
+    assert failed.count() == 3 and all("update:group:finance" in a.error for a in failed)
