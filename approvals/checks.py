@@ -3,13 +3,14 @@
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.core.checks import Error, Warning, register
 from django.urls import NoReverseMatch, reverse
 
 from workflows.conf import hitl_settings
 
-# The pages a notification e-mail links to (approvals.links and approvals.notify reverse
-# them), with where each comes from.
+# The pages the notifications (e-mail, Slack) link to (approvals.links reverses them),
+# with where each comes from.
 EMAILED_PAGES = {
     "approvals:email-decision": 'path("approvals/", include("approvals.urls"))',
     "admin:approvals_pendingapproval_change": 'path("admin/", admin.site.urls)',
@@ -19,17 +20,19 @@ EMAILED_PAGES = {
 @register()
 def check_approvals(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     problems: list[Any] = []
-    if hitl_settings.EMAIL_NOTIFICATIONS and not hitl_settings.EMAIL_BASE_URL:
+    sender = _link_sender()
+    if sender and not hitl_settings.EMAIL_BASE_URL:
         problems.append(
             Error(
-                'HITL["EMAIL_NOTIFICATIONS"] is on but HITL["EMAIL_BASE_URL"] is empty: the '
-                "e-mailed links would have no host",
+                f'{sender} is on but HITL["EMAIL_BASE_URL"] is empty: the links it sends '
+                "would have no host",
                 hint='set HITL["EMAIL_BASE_URL"], e.g. "https://ops.example.com"',
                 id="approvals.E001",
             )
         )
-    if hitl_settings.EMAIL_NOTIFICATIONS:
-        problems.extend(_unreachable_emailed_pages())
+    if sender:
+        problems.extend(_unreachable_emailed_pages(sender))
+    problems.extend(_slack_problems())
     if not apps.is_installed("django_jsonform"):
         problems.append(
             Error(
@@ -52,9 +55,20 @@ def check_approvals(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return problems
 
 
-def _unreachable_emailed_pages() -> list[Any]:
-    """approvals.E002: a URL the notification e-mails link to is not in the URLconf, so
-    making each e-mail fails and nobody is notified."""
+def _link_sender() -> str:
+    """The setting that sends the approvals pages' links (e-mail or Slack), "" if none."""
+    if hitl_settings.EMAIL_NOTIFICATIONS:
+        return 'HITL["EMAIL_NOTIFICATIONS"]'
+    configured = getattr(settings, "HITL", {})
+    slack = configured.get("SLACK")
+    if SLACK_NOTIFIER in configured.get("NOTIFIERS", ()) and isinstance(slack, dict):
+        return "the Slack notifier" if slack.get("TOKEN") else ""
+    return ""
+
+
+def _unreachable_emailed_pages(sender: str) -> list[Any]:
+    """approvals.E002: a URL the notifications link to is not in the URLconf, so making
+    each message fails and nobody is notified."""
     problems = []
     for name, include in EMAILED_PAGES.items():
         try:
@@ -62,10 +76,37 @@ def _unreachable_emailed_pages() -> list[Any]:
         except NoReverseMatch:
             problems.append(
                 Error(
-                    f'HITL["EMAIL_NOTIFICATIONS"] is on but the URL {name!r} the e-mails '
-                    "link to is not in the URLconf: no notification could be sent",
+                    f"{sender} is on but the URL {name!r} its messages link to is not "
+                    "in the URLconf: no notification could be sent",
                     hint=f"add {include} to your ROOT_URLCONF's urlpatterns",
                     id="approvals.E002",
                 )
             )
     return problems
+
+
+SLACK_NOTIFIER = "approvals.notifiers.slack.SlackNotifier"
+
+
+def _slack_problems() -> list[Any]:
+    """approvals.W002: the Slack notifier is listed but cannot post: no token (it is then
+    off), or nowhere to post (no CHANNEL, no USERS)."""
+    if SLACK_NOTIFIER not in getattr(settings, "HITL", {}).get("NOTIFIERS", ()):
+        return []
+    config = hitl_settings.SLACK
+    if not isinstance(config, dict):
+        return []  # workflows.E004 says so
+    if not config.get("TOKEN"):
+        missing = 'HITL["SLACK"]["TOKEN"] is empty: the Slack notifier is off'
+    elif not config.get("CHANNEL") and not config.get("USERS"):
+        missing = 'HITL["SLACK"] has no "CHANNEL" and no "USERS": no message can be posted'
+    else:
+        return []
+    return [
+        Warning(
+            f'{SLACK_NOTIFIER} is in HITL["NOTIFIERS"] but {missing}',
+            hint="see docs/people.md, Notifications: the bot token (xoxb-...), a channel id "
+            "and the assignees' Slack ids",
+            id="approvals.W002",
+        )
+    ]

@@ -4,6 +4,7 @@ themselves are `workflows.models.Decision`."""
 
 from typing import Any, cast
 
+from django.db import models
 from django.db.models import QuerySet
 
 from workflows.engine.status import InterruptStatus
@@ -34,3 +35,29 @@ def inbox(user: Any) -> QuerySet[PendingApproval]:
     pending = PendingApproval.objects.filter(status=InterruptStatus.PENDING)
     answerable = answer_policy().answerable(user, pending)  # of the model it is given
     return cast("QuerySet[PendingApproval]", answerable.exclude(decisions__actor=user.pk))
+
+
+class SlackMessage(models.Model):
+    """A message the Slack notifier posted about a question, kept so that it can be
+    updated (chat.update names a message by its channel and timestamp) when the question
+    is reminded, escalated or decided."""
+
+    interrupt = models.ForeignKey(
+        "workflows.Interrupt", on_delete=models.CASCADE, related_name="slack_messages"
+    )
+    # The HITL["SLACK"]["USERS"] key it was posted for ("user:ada", "group:finance"); empty
+    # for HITL["SLACK"]["CHANNEL"].
+    assignee = models.CharField(max_length=255, blank=True)
+    channel = models.CharField(max_length=64)  # as Slack answered: a direct message's id
+    ts = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["interrupt", "assignee"], name="approvals_slack_one_per_assignee"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.interrupt_id} in {self.channel} ({self.ts})"

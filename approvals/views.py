@@ -1,5 +1,6 @@
-"""Where an e-mailed approve/reject link lands: a confirmation page. A GET never decides;
-the POST from the page does, for the logged-in user the link was sent to."""
+"""Where an approve/reject link of a notification (e-mail, Slack) lands: a confirmation page.
+A GET never decides; the POST from the page does, for the logged-in user the link was sent to
+(a link posted to a channel: for whoever opens it and may answer)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import connections
+from django.utils.module_loading import import_string
 
 from .audit.documents import SIGNING_KEY_HINT
 from .audit.signing import load_private_key
@@ -238,3 +239,35 @@ def check_append_only_trigger(**kwargs: Any) -> list[CheckMessage]:
             id="workflows.E006",
         )
     ]
+
+
+@register()
+def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """workflows.E103: a path in HITL["NOTIFIERS"] cannot be imported or names no notifier
+    (nothing with a `notify` method): that event's notifications would all fail."""
+    paths = getattr(settings, "HITL", {}).get("NOTIFIERS", DEFAULTS["NOTIFIERS"])
+    if not isinstance(paths, list | tuple):
+        return []  # workflows.E004 says so
+    errors: list[CheckMessage] = []
+    for path in paths:
+        try:
+            notifier = import_string(path) if isinstance(path, str) else path
+        except ImportError as exc:
+            errors.append(
+                Error(
+                    f'HITL["NOTIFIERS"] names {path!r}, which cannot be imported: {exc}',
+                    hint="a dotted path to a class, e.g. approvals.notifiers.slack.SlackNotifier",
+                    id="workflows.E103",
+                )
+            )
+            continue
+        if not callable(getattr(notifier, "notify", None)):
+            errors.append(
+                Error(
+                    f'HITL["NOTIFIERS"] names {path!r}, which has no notify(event, interrupt, '
+                    "**context) method",
+                    hint="a notifier is a class with that method; see docs/people.md",
+                    id="workflows.E103",
+                )
+            )
+    return errors

@@ -56,12 +56,24 @@ DEFAULTS: dict[str, Any] = {
     # Who may answer an interrupt: dotted path of a policy class with
     # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
-    # E-mail the assignees when an interrupt opens, with signed approve/reject links.
+    # Who is told when a question opens, is reminded, escalated, delegated or decided:
+    # dotted paths of notifier classes (see workflows/people/notifications.py), each
+    # called from a Celery task after the commit, retried with a backoff.
+    "NOTIFIERS": ["approvals.notifiers.email.EmailNotifier"],
+    # Calls of one notifier for one event (the first included), and the delay before the
+    # first retry (doubling after each failure).
+    "NOTIFY_MAX_ATTEMPTS": 4,
+    "NOTIFY_BACKOFF_SECONDS": 30,
+    # The e-mail notifier: e-mail the assignees, with signed approve/reject links.
     "EMAIL_NOTIFICATIONS": False,
     # Scheme and host the links in those e-mails point to, e.g. "https://ops.example.com".
     "EMAIL_BASE_URL": "",
     # Seconds an e-mailed approve/reject link stays valid.
     "EMAIL_LINK_MAX_AGE": 3 * 24 * 3600,
+    # The Slack notifier (approvals.notifiers.slack.SlackNotifier): {"TOKEN": the bot
+    # token, "CHANNEL": where questions go whose assignees USERS does not map, "USERS":
+    # {"user:ada": "U123", "group:finance": "C456"}, "BASE_URL": the Web API's root}.
+    "SLACK": {},
     # The Ed25519 private key (PEM text, PKCS#8) that signs audit receipts and checkpoints.
     "AUDIT_SIGNING_KEY": None,
     # Where the periodic jobs write a signed checkpoint of the audit chains' heads (a file
@@ -80,14 +92,17 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-# The settings that name a class by its dotted path: read as the class itself, imported
-# on first use and kept until the settings change.
-IMPORT_STRINGS = frozenset({"ANSWER_POLICY"})
+# The settings that name a class (or a list of classes) by dotted path: read as the
+# class itself, imported on first use and kept until the settings change.
+IMPORT_STRINGS = frozenset({"ANSWER_POLICY", "NOTIFIERS"})
 
 
 def perform_import(value: Any, name: str) -> Any:
-    """The object a dotted-path setting names (a value that is not a string as it is);
-    ImportError naming the setting when it cannot be imported."""
+    """The object a dotted-path setting names, or the list of them a list names (a value
+    that is not a string as it is); ImportError naming the setting when one cannot be
+    imported."""
+    if isinstance(value, list | tuple):
+        return [perform_import(item, name) for item in value]
     if not isinstance(value, str):
         return value
     try:

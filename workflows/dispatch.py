@@ -20,6 +20,7 @@ RECOVER_STALLED = "workflows.tasks.recover_stalled"
 DELIVER_WEBHOOK = "workflows.tasks.deliver_webhook"
 PURGE_IDEMPOTENCY_KEYS = "workflows.tasks.purge_idempotency_keys"
 WRITE_AUDIT_CHECKPOINT = "workflows.tasks.write_audit_checkpoint"
+NOTIFY = "workflows.tasks.notify"
 
 # Publishing is bounded in time (with the broker timeouts of docs/embedding.md): what the
 # transaction stored is safe, and recover_stalled enqueues it later when publishing fails.

@@ -7,7 +7,9 @@ from celery import Task, shared_task
 
 from . import dispatch, webhooks, worker
 from .audit import documents
+from .conf import hitl_settings
 from .models import IdempotencyKey
+from .people import notifications
 
 
 @shared_task(
@@ -52,3 +54,26 @@ def purge_idempotency_keys() -> int:
 def write_audit_checkpoint() -> str | None:
     """A signed checkpoint of the audit chains' heads, to HITL["AUDIT_CHECKPOINT_PATH"]."""
     return documents.write_checkpoint()
+
+
+@shared_task(bind=True, name=dispatch.NOTIFY, ignore_result=True, max_retries=None)
+def notify(
+    self: Task,
+    event: str,
+    interrupt_ids: list[str],
+    context: dict,
+    retrying: list[list] | None = None,
+) -> None:
+    """Tell the notifiers about one event; the calls that failed are retried (only they)
+    after a backoff, up to HITL["NOTIFY_MAX_ATTEMPTS"] calls each. In eager mode (no
+    worker to come back later) the retries follow at once, in this process."""
+    attempt = self.request.retries + 1
+    failed = notifications.deliver(event, interrupt_ids, context, retrying, attempt=attempt)
+    while failed and self.request.is_eager and attempt < hitl_settings.NOTIFY_MAX_ATTEMPTS:
+        attempt += 1
+        failed = notifications.deliver(event, interrupt_ids, context, failed, attempt=attempt)
+    if failed and attempt < hitl_settings.NOTIFY_MAX_ATTEMPTS:
+        raise self.retry(
+            args=[event, interrupt_ids, context, failed],
+            countdown=notifications.backoff(attempt),
+        )

@@ -47,3 +47,29 @@ def test_without_django_jsonform_installed_the_decision_pages_cannot_render():
     with override_settings(INSTALLED_APPS=others):
         (problem,) = [p for p in run_checks() if p.id == "approvals.E003"]
     assert problem.hint == 'add "django_jsonform" to INSTALLED_APPS'
+
+
+SLACK = "approvals.notifiers.slack.SlackNotifier"
+
+
+def test_a_slack_notifier_that_cannot_post_is_a_warning():
+    with override_settings(HITL={"NOTIFIERS": [SLACK], "SLACK": {"CHANNEL": "C0"}}):
+        (problem,) = [p for p in run_checks() if p.id == "approvals.W002"]
+    assert 'HITL["SLACK"]["TOKEN"] is empty' in problem.msg
+    with override_settings(HITL={"NOTIFIERS": [SLACK], "SLACK": {"TOKEN": "xoxb-1"}}):
+        (problem,) = [p for p in run_checks() if p.id == "approvals.W002"]
+    assert 'no "CHANNEL" and no "USERS"' in problem.msg
+    configured = {"NOTIFIERS": [SLACK], "SLACK": {"TOKEN": "xoxb-1", "CHANNEL": "C0"}}
+    with override_settings(HITL={**configured, "EMAIL_BASE_URL": "https://x.io"}):
+        assert "approvals.W002" not in check_ids()
+
+
+def test_slack_links_need_a_base_url_and_the_approvals_urls():
+    configured = {"NOTIFIERS": [SLACK], "SLACK": {"TOKEN": "xoxb-1", "CHANNEL": "C0"}}
+    with override_settings(HITL=configured):
+        (problem,) = [p for p in run_checks() if p.id == "approvals.E001"]
+    assert problem.msg.startswith("the Slack notifier is on")
+    with override_settings(HITL={**configured, "EMAIL_BASE_URL": "https://x.io"}):
+        assert "approvals.E001" not in check_ids()
+        with override_settings(ROOT_URLCONF=__name__):
+            assert "approvals.E002" in check_ids()

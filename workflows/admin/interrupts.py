@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from ..models import Interrupt
 from .base import MonitorAdmin
 from .display import answer_url, json_block, question_cell, short_id
+from .notifications import NotificationAttemptInline
 
 
 @admin.register(Interrupt)
@@ -76,6 +77,7 @@ class InterruptAdmin(MonitorAdmin):
         "response_json",
     ]
     change_form_template = "admin/workflows/interrupt/change_form.html"
+    inlines = [NotificationAttemptInline]  # who was told, when, and what failed
 
     @admin.display(description="question", ordering="message")
     def question(self, obj: Interrupt) -> str:
