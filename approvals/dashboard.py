@@ -38,8 +38,6 @@ class DashboardFilters(forms.Form):
     period = forms.TypedChoiceField(
         choices=[(days, f"last {days} days") for days in PERIODS],
         coerce=int,
-        required=False,
-        empty_value=DEFAULT_PERIOD,
     )
     workflow = forms.ChoiceField(required=False)
 
@@ -97,7 +95,7 @@ def dashboard_view(request: HttpRequest, site: admin.AdminSite = admin.site) -> 
     if not may_view(request.user):
         context["permissions"] = DASHBOARD_PERMISSIONS
         return TemplateResponse(request, TEMPLATE, context, status=403)
-    filters = DashboardFilters(request.GET)
+    filters = DashboardFilters({"period": str(DEFAULT_PERIOD), **request.GET.dict()})
     context["filters"] = filters
     if not filters.is_valid():  # an unknown period or workflow: said, nothing counted
         return TemplateResponse(request, TEMPLATE, context, status=400)

@@ -308,8 +308,9 @@ def test_staff_with_the_permissions_see_it_linked_from_the_admin_index(client, s
     response = client.get(dashboard_url())
     assert response.status_code == 200
     page = response.content.decode()
-    assert page.count("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"hitl-chart\"") == 5
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="hitl-chart"') == 5
     assert "9 decisions in the last 30 days" in page
+    assert '<option value="30" selected>' in page  # the default period, shown chosen
 
 
 def test_the_filters_reach_the_figures(client, seeded):
@@ -319,7 +320,9 @@ def test_the_filters_reach_the_figures(client, seeded):
     assert (figures.days, figures.workflow, figures.decisions) == (90, MODERATION, 2)
 
 
-@pytest.mark.parametrize("query", [{"period": "5"}, {"period": "x"}, {"workflow": "nope"}])
+@pytest.mark.parametrize(
+    "query", [{"period": "5"}, {"period": "x"}, {"period": ""}, {"workflow": "nope"}]
+)
 def test_an_unknown_filter_value_is_a_clear_400(client, seeded, query):
     client.force_login(viewer())
     response = client.get(dashboard_url(), query)
