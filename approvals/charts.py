@@ -41,7 +41,6 @@ TICKS = ((1, "1 s"), (60, "1 min"), (3600, "1 h"), (86400, "1 day"), (604800, "1
 
 @dataclass(frozen=True)
 class Segment:
-    value: float
     width: float
     fill: str
     ink: str  # the colour of the number written on it
@@ -147,7 +146,6 @@ def open_by_age_chart(open_by_age: dict[str, dict[str, int]], chart_id: str = "o
         summary = f"{bucket}: {totals[bucket]} open" + (f" ({parts})" if parts else "")
         segments = [
             Segment(
-                counts[p],
                 counts[p] * scale,
                 *PRIORITY_COLOURS[p],
                 f"{bucket}, {p}: {counts[p]}",
@@ -171,12 +169,8 @@ def overdue_chart(load: Sequence[WorkflowLoad], chart_id: str = "overdue") -> st
     for index, row in enumerate(load):
         summary = f"{row.workflow}: {row.overdue} of {row.open} open overdue"
         segments = [
-            Segment(
-                row.overdue, row.overdue * scale, VERMILLION, "#000", "overdue", str(row.overdue)
-            ),
-            Segment(
-                row.open - row.overdue, (row.open - row.overdue) * scale, GREY, "#000", "on time"
-            ),
+            Segment(row.overdue * scale, VERMILLION, "#000", "overdue", str(row.overdue)),
+            Segment((row.open - row.overdue) * scale, GREY, "#000", "on time"),
         ]
         rows.append(_bar_row(TOP + 24 + index * ROW, summary, summary, segments))
     legend = [(VERMILLION, "overdue"), (GREY, "open, not yet due")]
@@ -192,7 +186,8 @@ def _axis_end(longest: float) -> int:
     return next((seconds for seconds, _ in TICKS if seconds >= longest), TICKS[-1][0])
 
 
-def _time_axis(y: float, end: int) -> str:
+def _time_axis(top: float, y: float, end: int) -> str:
+    """Gridlines from `top` down to `y`, each tick's label under it."""
     parts = []
     for seconds, text in TICKS:
         if seconds > end:
@@ -200,7 +195,7 @@ def _time_axis(y: float, end: int) -> str:
         x = WIDTH * math.log(seconds) / math.log(end) if end > 1 else 0
         anchor = "start" if seconds == 1 else ("end" if seconds == end else "middle")
         parts.append(
-            f'<line{_attrs(x1=_n(x), x2=_n(x), y1=0, y2=_n(y))} stroke="currentColor"'
+            f'<line{_attrs(x1=_n(x), x2=_n(x), y1=_n(top), y2=_n(y))} stroke="currentColor"'
             ' stroke-opacity="0.25"/>'
         )
         parts.append(_label(x, y + 14, text, font_size=12, text_anchor=anchor))
@@ -227,10 +222,8 @@ def timing_chart(timings: Sequence[tuple[str, Timing]], chart_id: str, title: st
         summary = f"{name}: median {median}, 90th percentile {p90} ({decisions})"
         median_width = max(x(timing.median), 2)
         segments = [
-            Segment(timing.median, median_width, BLUE, "#fff", f"median {median}"),
-            Segment(
-                timing.p90, max(x(timing.p90) - median_width, 0), SKY_BLUE, "#000", f"p90 {p90}"
-            ),
+            Segment(median_width, BLUE, "#fff", f"median {median}"),
+            Segment(max(x(timing.p90) - median_width, 0), SKY_BLUE, "#000", f"p90 {p90}"),
         ]
         label = f"{name} ({timing.decisions}): median {median}, p90 {p90}"
         rows.append(_bar_row(TOP + 24 + index * ROW, label, summary, segments))
@@ -245,7 +238,7 @@ def timing_chart(timings: Sequence[tuple[str, Timing]], chart_id: str, title: st
         title,
         description,
         height + 22,
-        [_legend(TOP - 6, legend), _time_axis(height, end), _rows(rows)],
+        [_legend(TOP - 6, legend), _time_axis(TOP + 24, height, end), _rows(rows)],
     )
 
 
@@ -260,7 +253,7 @@ def approval_rate_chart(
         return _nothing(chart_id, title, "No approve or reject votes in this period.")
     rows = []
     for index, approver in enumerate(voters):
-        rate = round(100 * approver.approvals / approver.votes)
+        rate = 100 * approver.approvals // approver.votes  # down: 100% only when all approve
         summary = f"{approver.name}: {rate}% of {approver.votes} votes approve"
         mark = ""
         if approver.rubber_stamp:
@@ -270,7 +263,6 @@ def approval_rate_chart(
         share = WIDTH / approver.votes
         segments = [
             Segment(
-                approver.approvals,
                 approver.approvals * share,
                 BLUE,
                 "#fff",
@@ -278,7 +270,6 @@ def approval_rate_chart(
                 str(approver.approvals),
             ),
             Segment(
-                approver.rejections,
                 approver.rejections * share,
                 ORANGE,
                 "#000",

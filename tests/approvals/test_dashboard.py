@@ -226,7 +226,7 @@ def test_the_charts_are_well_formed_svg_with_a_bar_per_figure(seeded):
     rates = list_items(charts.approval_rate_chart(figures.approvers, figures.rule))
     assert [item.get("aria-label") for item in rates] == [
         "alice: 100% of 4 votes approve",
-        "bob: 67% of 3 votes approve",
+        "bob: 66% of 3 votes approve",
         "carol: 100% of 1 votes approve",
     ]
     assert bars(rates[1]) == [(charts.BLUE, "approved 2"), (charts.ORANGE, "rejected 1")]
