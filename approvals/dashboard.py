@@ -10,7 +10,7 @@ person who may only answer sees their inbox, not their colleagues' approval rate
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -44,8 +44,7 @@ class DashboardFilters(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = sorted(definition.name for definition in registry.definitions())
-        workflow = self.fields["workflow"]
-        assert isinstance(workflow, forms.ChoiceField)
+        workflow = cast(forms.ChoiceField, self.fields["workflow"])
         workflow.choices = [("", "all workflows"), *((name, name) for name in names)]
 
 
