@@ -6,7 +6,9 @@ PERCENTILE_CONT: what counts as an approval is `approval_vote` (one definition, 
 engine; a SQL copy would drift from it), SQLite has no percentile function (one code path,
 tested on both databases), and the rows are bounded (a period of at most 90 days, at most
 HITL["DASHBOARD_MAX_DECISIONS"] of them, the latest first). `percentile` interpolates
-between the closest ranks as PERCENTILE_CONT does, so both would give the same figures.
+between the closest ranks as PERCENTILE_CONT does, so both would give the same figures. Each
+row carries only what the figures need (the answer's two keys a vote is read from, and the
+time taken computed by the database), so 50,000 of them take a fraction of a second.
 """
 
 from __future__ import annotations
@@ -15,9 +17,20 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
-from django.db.models import BooleanField, Case, Count, IntegerField, QuerySet, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Value,
+    When,
+)
 from django.utils import timezone
 
 from workflows.conf import hitl_settings
@@ -134,8 +147,7 @@ def dashboard_figures(
     now = now or timezone.now()
     open_by_age, load = _open_questions(now, workflow)
     limit = hitl_settings.DASHBOARD_MAX_DECISIONS
-    # One row past the limit says whether the period held more.
-    read = list(_decisions(now - timedelta(days=days), now, workflow)[: limit + 1])
+    read = _decisions(now - timedelta(days=days), now, workflow)
     rows, capped = read[:limit], len(read) > limit
     rule = RubberStampRule.from_settings()
     return DashboardFigures(
@@ -189,37 +201,60 @@ def _open_questions(
     return by_age, load
 
 
-def _decisions(since: datetime, now: datetime, workflow: str) -> QuerySet:
-    """(approver, workflow, response, seconds to decide) of the period, the latest first."""
+class Decided(NamedTuple):
+    approver: str
+    workflow: str
+    vote: bool | None  # approval_vote of the answer
+    seconds: float  # from the question being asked to this decision
+
+
+def _decisions(since: datetime, now: datetime, workflow: str) -> list[Decided]:
+    """The period's decisions, the latest first, at most DASHBOARD_MAX_DECISIONS and one
+    more (which says the period had more)."""
     decided = Decision.objects.filter(created_at__gte=since, created_at__lte=now)
     if workflow:
         decided = decided.filter(interrupt__workflow_name=workflow)
-    username = f"actor__{get_user_model().USERNAME_FIELD}"
-    return decided.order_by("-created_at", "-pk").values_list(
-        username, "interrupt__workflow_name", "response", "created_at", "interrupt__created_at"
+    # The two keys approval_vote reads, not the whole answer, and the time taken as one
+    # duration: decoding the JSON and two timestamps per row was most of the page's time.
+    taken = ExpressionWrapper(F("created_at") - F("interrupt__created_at"), DurationField())
+    rows = (
+        decided.order_by("-created_at", "-pk")
+        .annotate(taken=taken)
+        .values_list(
+            f"actor__{get_user_model().USERNAME_FIELD}",
+            "interrupt__workflow_name",
+            "response__approved",
+            "response__decision",
+            "taken",
+        )
     )
+    return [
+        Decided(
+            approver,
+            name,
+            approval_vote({"approved": approved, "decision": decision}),
+            max(0.0, taken.total_seconds()),
+        )
+        for approver, name, approved, decision, taken in rows[
+            : hitl_settings.DASHBOARD_MAX_DECISIONS + 1
+        ]
+    ]
 
 
-def _seconds(row: tuple) -> float:
-    return max(0.0, (row[3] - row[4]).total_seconds())
-
-
-def _per_workflow(rows: list[tuple]) -> dict[str, Timing]:
+def _per_workflow(rows: list[Decided]) -> dict[str, Timing]:
     times: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        times[row[1]].append(_seconds(row))
+        times[row.workflow].append(row.seconds)
     return {name: Timing.of(times[name]) for name in sorted(times)}
 
 
-def _approvers(rows: list[tuple], rule: RubberStampRule) -> list[Approver]:
+def _approvers(rows: list[Decided], rule: RubberStampRule) -> list[Approver]:
     times: dict[str, list[float]] = defaultdict(list)
     votes: dict[str, dict[bool, list[float]]] = defaultdict(lambda: {True: [], False: []})
     for row in rows:
-        seconds = _seconds(row)
-        times[row[0]].append(seconds)
-        vote = approval_vote(row[2])
-        if vote is not None:
-            votes[row[0]][vote].append(seconds)
+        times[row.approver].append(row.seconds)
+        if row.vote is not None:
+            votes[row.approver][row.vote].append(row.seconds)
     approvers = []
     for name in sorted(times):
         approved, rejected = votes[name][True], votes[name][False]

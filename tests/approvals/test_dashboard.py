@@ -350,3 +350,15 @@ def test_the_page_takes_the_same_queries_however_much_it_counts(client, now):
 def test_the_figures_take_two_queries(seeded, django_assert_num_queries):
     with django_assert_num_queries(2):
         dashboard_figures(now=seeded)
+
+
+def test_answers_of_other_shapes_are_decisions_but_no_votes(client, now):
+    odd = UserFactory(username="odd")
+    asked = now - timedelta(hours=1)
+    for response in ("low risk", ["a"], {"decision": {"nested": 1}}, {"approved": "yes"}):
+        decide(odd, 5, response, asked=asked)
+    decide(odd, 5, {"approved": "yes", "decision": "reject"}, asked=asked)  # the gate's word
+    (approver,) = dashboard_figures(now=now).approvers
+    assert (approver.timing.decisions, approver.approvals, approver.rejections) == (5, 0, 1)
+    client.force_login(viewer())
+    assert client.get(dashboard_url()).status_code == 200
