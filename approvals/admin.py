@@ -18,7 +18,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -40,7 +40,7 @@ from workflows.policy import (
 )
 from workflows.registry import registry
 
-from . import display, passkeys
+from . import dashboard, display, passkeys
 from .forms import ApprovalForm, comment_of, is_approval
 from .gates import GateForm, decision_form
 from .loading import readable_row, readable_rows
@@ -390,7 +390,8 @@ def _outcome_message(decision: Decision) -> str:
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
-    """Decisions are immutable: listed and shown, never changed or deleted here."""
+    """Decisions are immutable: listed and shown, never changed or deleted here. The
+    approvals dashboard (approvals/dashboard.py) is served beside them."""
 
     list_display = ["question", "actor", "answer", "comment", "created_at"]
     list_select_related = ["interrupt", "actor"]
@@ -398,6 +399,13 @@ class DecisionAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # the latest first
     fields = readonly_fields = ("interrupt", "actor", "answer", "comment", "created_at")
+
+    def get_urls(self) -> list:
+        view = self.admin_site.admin_view(self.dashboard_view)
+        return [path("dashboard/", view, name="approvals_dashboard"), *super().get_urls()]
+
+    def dashboard_view(self, request: HttpRequest) -> HttpResponse:
+        return dashboard.dashboard_view(request, self.admin_site)
 
     @admin.display(description="question", ordering="interrupt__message")
     def question(self, obj: Decision) -> str:

@@ -110,3 +110,30 @@ def _slack_problems() -> list[Any]:
             id="approvals.W002",
         )
     ]
+
+
+@register()
+def check_dashboard_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """approvals.E004: a dashboard threshold out of range (a rate given in percent would
+    never flag anyone)."""
+    ranges = {
+        "DASHBOARD_MAX_DECISIONS": (1, None),
+        "RUBBER_STAMP_MIN_DECISIONS": (1, None),
+        "RUBBER_STAMP_APPROVAL_RATE": (0, 1),
+        "RUBBER_STAMP_MEDIAN_SECONDS": (0, None),
+    }
+    problems: list[Any] = []
+    for key, (low, high) in ranges.items():
+        value = getattr(hitl_settings, key)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue  # workflows.E004 reports the type
+        if value < low or (high is not None and value > high):
+            within = f"between {low} and {high}" if high is not None else f"at least {low}"
+            problems.append(
+                Error(
+                    f'HITL["{key}"] is {value!r}; it must be {within}',
+                    hint="docs/people.md (Dashboard) explains the thresholds",
+                    id="approvals.E004",
+                )
+            )
+    return problems

@@ -8,7 +8,8 @@ staff approver `approver`:
 - decision.png: the decision page of Linus's large expense, a comment typed in (the
   script then approves it, so the monitor shows a finished step beside waiting ones);
 - monitor.png: that invocation's monitor;
-- workflow-graph.png: the registered expense_approval workflow's graph.
+- workflow-graph.png: the registered expense_approval workflow's graph;
+- dashboard.png: the approvals dashboard over the last 90 days.
 
     python docs/screenshots.py              # writes docs/img/*.png
     python docs/screenshots.py --out /tmp   # somewhere else
@@ -107,6 +108,7 @@ def page_paths(env: dict[str, str]) -> dict[str, str]:
         "decision": reverse("admin:approvals_pendingapproval_change", args=[question.pk]),
         "monitor": reverse("admin:workflows_invocation_change", args=[question.invocation_id]),
         "graph": reverse("admin:workflows_definition", args=["expense_approval"]),
+        "dashboard": reverse("admin:approvals_dashboard") + "?period=90",
     }
     connections.close_all()
     return paths
@@ -142,6 +144,10 @@ def take(url: str, paths: dict[str, str], out: Path, chromium: str) -> None:
         page.goto(url + paths["graph"])
         page.wait_for_selector("[data-graph][data-rendered=true]")
         page.locator(".hitl-definition").screenshot(path=out / "workflow-graph.png")
+
+        page.goto(url + paths["dashboard"])
+        page.wait_for_selector("svg.hitl-chart")
+        page.screenshot(path=out / "dashboard.png", full_page=True)
         browser.close()
 
 
@@ -161,7 +167,7 @@ def main() -> int:
         paths = page_paths(env)
         with demo_server(env) as url:
             take(url, paths, args.out, chromium)
-    for name in ("inbox", "decision", "monitor", "workflow-graph"):
+    for name in ("inbox", "decision", "monitor", "workflow-graph", "dashboard"):
         print(args.out / f"{name}.png")
     return 0
 

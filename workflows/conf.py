@@ -89,6 +89,15 @@ DEFAULTS: dict[str, Any] = {
     "WEBAUTHN_RP_ID": "",
     "WEBAUTHN_ORIGIN": "",
     "WEBAUTHN_RP_NAME": "",
+    # The approvals dashboard (docs/people.md, "Dashboard") reads at most this many of the
+    # period's decisions, the latest first (the page says so when it stops there).
+    "DASHBOARD_MAX_DECISIONS": 50_000,
+    # The rubber-stamp flag: an approver who, over at least RUBBER_STAMP_MIN_DECISIONS
+    # votes (approve or reject) in the period, approved at least RUBBER_STAMP_APPROVAL_RATE
+    # of them (a fraction) with a median time to decide under RUBBER_STAMP_MEDIAN_SECONDS.
+    "RUBBER_STAMP_MIN_DECISIONS": 20,
+    "RUBBER_STAMP_APPROVAL_RATE": 0.95,
+    "RUBBER_STAMP_MEDIAN_SECONDS": 10,
 }
 
 

@@ -1,5 +1,6 @@
 """System checks of the approvals app's configuration."""
 
+import pytest
 from django.conf import settings
 from django.contrib import admin
 from django.core.checks import run_checks
@@ -73,3 +74,24 @@ def test_slack_links_need_a_base_url_and_the_approvals_urls():
         assert "approvals.E001" not in check_ids()
         with override_settings(ROOT_URLCONF=__name__):
             assert "approvals.E002" in check_ids()
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        {"RUBBER_STAMP_APPROVAL_RATE": 95},  # a percentage, not a fraction
+        {"RUBBER_STAMP_APPROVAL_RATE": -0.1},
+        {"RUBBER_STAMP_MIN_DECISIONS": 0},
+        {"RUBBER_STAMP_MEDIAN_SECONDS": -1},
+        {"DASHBOARD_MAX_DECISIONS": 0},
+    ],
+)
+def test_a_dashboard_threshold_out_of_range_is_a_configuration_error(thresholds):
+    assert "approvals.E004" not in check_ids()
+    with override_settings(HITL=thresholds):
+        (problem,) = [p for p in run_checks() if p.id == "approvals.E004"]
+    assert next(iter(thresholds)) in problem.msg
+    with override_settings(
+        HITL={"RUBBER_STAMP_APPROVAL_RATE": 1, "RUBBER_STAMP_MEDIAN_SECONDS": 0}
+    ):
+        assert "approvals.E004" not in check_ids()

@@ -7,7 +7,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.urls import reverse
 
+from approvals.figures import dashboard_figures
 from approvals.models import inbox
+from hitl_site.decision_history import HISTORY, KEY_PREFIX
 from workflows.models import Decision, Interrupt, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,7 +38,8 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         assert not approver.has_perm("workflows.cancel_invocation")
     approver, approver2 = approvers
 
-    statuses = sorted(Invocation.objects.values_list("workflow_name", "status"))
+    seeded = Invocation.objects.exclude(idempotency_key__startswith=KEY_PREFIX)
+    statuses = sorted(seeded.values_list("workflow_name", "status"))
     assert statuses == [
         ("content_moderation", "WAITING"),
         ("document_drafting", "WAITING"),
@@ -69,7 +72,8 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     # Deadlines count down in the inbox: the managers' and the moderators' questions.
     assert pending.filter(deadline__isnull=False).count() == 7
     # The seeded decisions carry their comment, as a person's decision does.
-    assert set(Decision.objects.values_list("comment", flat=True)) == {
+    decisions = Decision.objects.exclude(interrupt__invocation__in=history())
+    assert set(decisions.values_list("comment", flat=True)) == {
         "budgeted in Q3",
         "no receipt",
         "add the termination clause",
@@ -77,7 +81,22 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     }
 
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert Invocation.objects.count() == 12
+    assert seeded.count() == 12 and history().count() == len(HISTORY)
+
+
+def history():
+    return Invocation.objects.filter(idempotency_key__startswith=KEY_PREFIX)
+
+
+def test_seed_demo_decided_questions_in_the_weeks_before_for_the_dashboard():
+    call_command("seed_demo", stdout=StringIO())
+    assert history().filter(status="COMPLETED").count() == len(HISTORY)
+    figures = dashboard_figures(days=90)
+    approvers = {approver.name: approver for approver in figures.approvers}
+    assert approvers["approver"].rubber_stamp  # every expense approved within seconds
+    assert not approvers["approver2"].rubber_stamp and approvers["approver2"].rejections
+    assert figures.per_workflow["document_drafting"].median > 86400  # reviews take a day
+    assert dashboard_figures(days=7).decisions < dashboard_figures(days=30).decisions
 
 
 def test_the_front_door_leads_to_the_inbox(client):

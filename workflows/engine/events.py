@@ -75,7 +75,9 @@ def approval_vote(response: Any) -> bool | None:
     if isinstance(approved, bool):
         return approved
     decision = response.get("decision")
-    return {"approve": True, "edit": True, "reject": False}.get(decision) if decision else None
+    if not isinstance(decision, str):  # an answer of another shape is no vote
+        return None
+    return {"approve": True, "edit": True, "reject": False}.get(decision)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from hitl_site.decision_history import seed_decision_history
 from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
 from workflows import grants, services
 from workflows.models import Interrupt, Invocation
@@ -95,6 +96,7 @@ class Command(BaseCommand):
             self.stdout.write("Demo invocations exist already; nothing seeded.")
         else:
             self.seed(users["admin"])
+            seed_decision_history(users)  # for the approvals dashboard
         waiting = Interrupt.objects.filter(status="pending").count()
         self.stdout.write(
             self.style.SUCCESS(
