@@ -26,7 +26,7 @@ from django.utils.text import Truncator
 from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
 from workflows.admin.display import question_cell
-from workflows.engine.errors import ResponseValidationError, WorkflowError
+from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.expressions import HasAnyElement
@@ -242,6 +242,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form = None
         if pending and may_answer and not already:
             form = decision_form(interrupt)
+        standing_in = _standing_in(request.user, interrupt) if form is not None else None
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action not in ("decide", "challenge"):
@@ -262,6 +263,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
                 **self._page_context(request, interrupt, form),
                 "may_reassign": may_reassign and pending,
                 "already_decided": already,
+                "standing_in": standing_in,
                 **(extra_context or {}),
             },
         )
@@ -372,6 +374,16 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         js = ["approvals/countdown.js", "approvals/passkeys.js"]
 
 
+def _standing_in(user: Any, interrupt: Interrupt) -> Any:
+    """The delegation through which `user` would answer `interrupt` (None: as themselves,
+    or with no vote left, which the service says when they try)."""
+    voted = interrupt.decisions.values_list("actor_id", "on_behalf_of_id")
+    try:
+        return answer_policy().standing_in(user, interrupt, [pk for pair in voted for pk in pair])
+    except AlreadyDecidedError:
+        return None
+
+
 def _assignee_list(text: str) -> list[str]:
     return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
 
@@ -392,12 +404,19 @@ def _outcome_message(decision: Decision) -> str:
 class DecisionAdmin(ReadOnlyAdmin):
     """Decisions are immutable: listed and shown, never changed or deleted here."""
 
-    list_display = ["question", "actor", "answer", "comment", "created_at"]
-    list_select_related = ["interrupt", "actor"]
+    list_display = ["question", "actor", "on_behalf_of", "answer", "comment", "created_at"]
+    list_select_related = ["interrupt", "actor", "on_behalf_of"]
     search_fields = ["interrupt__id", "interrupt__message", "comment"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # the latest first
-    fields = readonly_fields = ("interrupt", "actor", "answer", "comment", "created_at")
+    fields = readonly_fields = (
+        "interrupt",
+        "actor",
+        "on_behalf_of",
+        "answer",
+        "comment",
+        "created_at",
+    )
 
     @admin.display(description="question", ordering="interrupt__message")
     def question(self, obj: Decision) -> str:

@@ -15,6 +15,7 @@ from tests.people.conftest import away, window
 from workflows import services, signals
 from workflows.audit import actions
 from workflows.audit.verify import verify
+from workflows.engine.errors import UnknownDelegationError
 from workflows.models import AuditEntry, Delegation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -231,7 +232,7 @@ def test_an_ended_delegation_does_not_block_a_new_one(ada, bob):
 
 
 def test_an_unknown_delegation_cannot_be_ended(ada):
-    with pytest.raises(Delegation.DoesNotExist):
+    with pytest.raises(UnknownDelegationError):
         services.end_delegation(10**9, actor=ada)
 
 

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..audit import actions, trail
+from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
 from ..policy import ANSWER_PERMISSION, answer_policy, delegation_policy
 from ..registry import registry
@@ -181,11 +182,11 @@ def delegate(
 def end_delegation(delegation: Delegation | Any, *, actor: Any) -> Delegation:
     """End `delegation` (a Delegation or its id) now: its delegate stops standing in.
     Allowed to its delegator, to whoever made it and to holders of
-    `workflows.change_delegation` (PermissionDenied otherwise); Delegation.DoesNotExist
+    `workflows.change_delegation` (PermissionDenied otherwise); UnknownDelegationError
     for an unknown id. Ending one that is over already changes nothing; otherwise audited
     (`delegation.ended`) in the same transaction, signal `delegation_changed` after
     commit."""
-    delegation_id = getattr(delegation, "pk", delegation)
+    delegation_id: Any = getattr(delegation, "pk", delegation)
     locked = (
         Delegation.objects.select_for_update(of=("self",))
         .select_related("delegator", "delegate")
@@ -193,7 +194,7 @@ def end_delegation(delegation: Delegation | Any, *, actor: Any) -> Delegation:
         .first()
     )
     if locked is None:
-        raise Delegation.DoesNotExist(f"no delegation {delegation_id!r}")
+        raise UnknownDelegationError(delegation_id)
     refused = delegation_policy().refusal_to_end(actor, locked)
     if refused:
         raise PermissionDenied(refused)
