@@ -13,7 +13,7 @@ from tests.asking import WORKFLOW
 from tests.factories import ApproverFactory, StaffFactory, UserFactory, grant_answer
 from tests.people.conftest import away, window
 from workflows import services, signals
-from workflows.audit import actions
+from workflows.audit import actions, trail
 from workflows.audit.verify import verify
 from workflows.engine.errors import UnknownDelegationError
 from workflows.models import AuditEntry, Delegation
@@ -286,3 +286,22 @@ def test_the_signal_is_sent_after_commit_only(ada, bob, changes):
 def test_a_delegation_not_yet_started_can_be_ended(ada, bob):
     delegation = away(ada, bob, start_hours=24, end_hours=48)
     assert services.end_delegation(delegation, actor=ada).ended_at <= timezone.now()
+
+
+class AuditWriteFailed(RuntimeError):
+    pass
+
+
+def test_a_change_whose_audit_entry_fails_is_not_kept(ada, bob, monkeypatch, changes):
+    delegation = away(ada, bob)
+
+    def failing(*args, **kwargs):
+        raise AuditWriteFailed("the trail is unavailable")
+
+    monkeypatch.setattr(trail, "record", failing)
+    with pytest.raises(AuditWriteFailed):
+        services.end_delegation(delegation, actor=ada)
+    with pytest.raises(AuditWriteFailed):
+        away(ada, ApproverFactory(username="cy"))
+    assert list(Delegation.objects.values_list("pk", "ended_at")) == [(delegation.pk, None)]
+    assert changes == [(delegation.pk, actions.DELEGATION_CREATED)]
