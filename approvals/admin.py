@@ -37,6 +37,7 @@ from workflows.policy import (
     answer_policy,
     assignee_names,
     can_reassign,
+    voting_for,
 )
 from workflows.registry import registry
 
@@ -379,7 +380,7 @@ def _standing_in(user: Any, interrupt: Interrupt) -> Any:
     or with no vote left, which the service says when they try)."""
     voted = interrupt.decisions.values_list("actor_id", "on_behalf_of_id")
     try:
-        return answer_policy().standing_in(user, interrupt, [pk for pair in voted for pk in pair])
+        return voting_for(user, interrupt, [pk for pair in voted for pk in pair])
     except AlreadyDecidedError:
         return None
 

@@ -22,12 +22,16 @@ person, and an anonymous or inactive person may do nothing (`person_refusal`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils import timezone
 
 from .conf import hitl_settings
@@ -75,6 +79,21 @@ def active_delegations(now: Any = None) -> Q:
     """The delegations in force at `now` (default: now): started, not over, not ended."""
     now = timezone.now() if now is None else now
     return Q(starts_at__lte=now, ends_at__gt=now, ended_at__isnull=True)
+
+
+# Moves on whenever a delegation is saved or deleted (and again when that commits), so a
+# user object's cached delegations are read again.
+_delegation_changes = itertools.count(1)
+_delegation_generation = [0]
+
+
+@receiver([post_save, post_delete], sender=Delegation, dispatch_uid="workflows.policy.delegations")
+def _delegations_changed(sender: Any, **kwargs: Any) -> None:
+    def bump() -> None:
+        _delegation_generation[0] = next(_delegation_changes)
+
+    bump()
+    transaction.on_commit(bump, using=kwargs.get("using"))
 
 
 def _covers(delegation: Delegation, workflow_name: str) -> bool:
@@ -173,11 +192,20 @@ class AssigneePolicy:
         return ""
 
     def _delegations_to(self, user: Any) -> list[Delegation]:
-        return list(
-            Delegation.objects.filter(active_delegations(), delegate=user.pk)
-            .select_related("delegator")
-            .order_by("starts_at", "pk")
-        )
+        """The delegations to `user` in force now (their delegators loaded), in the order
+        they began. Read once per user object while no delegation changes (like
+        `assignee_names`, for the lists that ask the rule of every row); which of them are
+        in force is decided at each call, so time passing is seen."""
+        cached = getattr(user, "_hitl_delegations", None)
+        generation = _delegation_generation[0]
+        if cached is None or cached[0] != generation:
+            unfinished = Delegation.objects.filter(
+                delegate=user.pk, ended_at__isnull=True, ends_at__gt=timezone.now()
+            )
+            rows = list(unfinished.select_related("delegator").order_by("starts_at", "pk"))
+            user._hitl_delegations = cached = (generation, rows)
+        now = timezone.now()
+        return [d for d in cached[1] if d.starts_at <= now < d.ends_at and d.ended_at is None]
 
     def answerable(self, user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
         """`queryset` narrowed to the interrupts `user` may answer (any status)."""
@@ -192,11 +220,8 @@ class AssigneePolicy:
     ) -> QuerySet[Interrupt]:
         """`queryset` narrowed to the interrupts `user` may answer only through an active
         delegation (not in their own right): the "delegated to me" view."""
-        if not self.may_answer_any(user):
-            return queryset.none()
-        delegations = self._delegations_to(user)
         own = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
-        return queryset.filter(~own, self._delegated(delegations), self._not_own(user, delegations))
+        return self.answerable(user, queryset).filter(~own)
 
     def _delegated(self, delegations: list[Delegation]) -> Q:
         """The questions assigned to someone these delegations let their delegate stand in
@@ -218,6 +243,14 @@ class AssigneePolicy:
                 delegation
             )
         return Q(four_eyes=False) | ~excluded
+
+
+def voting_for(user: Any, interrupt: Interrupt, voted: Iterable[Any] = ()) -> Delegation | None:
+    """The delegation through which `user`, who may answer `interrupt`, casts their vote
+    (None: their own), as the answer policy says (`AssigneePolicy.standing_in`); a
+    replacement policy that knows nothing of delegations: their own."""
+    standing_in = getattr(answer_policy(), "standing_in", None)
+    return None if standing_in is None else standing_in(user, interrupt, voted)
 
 
 def _holds(user: Any, permission: str) -> bool:

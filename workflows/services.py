@@ -47,9 +47,9 @@ from .people.out_of_office import delegate, end_delegation
 from .policy import (
     CANCEL_PERMISSION,
     RETRY_PERMISSION,
-    answer_policy,
     require_control,
     require_person,
+    voting_for,
 )
 from .registry import registry
 from .signals import decision_recorded
@@ -254,7 +254,7 @@ def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> dict[
         require_answerer(actor, interrupt)
         if interrupt.quorum > 1:
             raise DecisionRequiredError(interrupt.pk, interrupt.quorum)
-        stand_in = answer_policy().standing_in(actor, interrupt)
+        stand_in = voting_for(actor, interrupt)
         if stand_in is not None:
             stand_ins[interrupt.pk] = stand_in.delegator
     return stand_ins
@@ -388,7 +388,7 @@ def decide(
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
     voted = [pk for d in decisions for pk in (d.actor_id, d.on_behalf_of_id) if pk is not None]
-    stand_in = answer_policy().standing_in(actor, interrupt, voted)
+    stand_in = voting_for(actor, interrupt, voted)
     require_pending(interrupt)
     value = _checked_vote(interrupt, value)
     require_granter(actor, interrupt.pk, value)

@@ -2,10 +2,14 @@
 inside the window and the workflows only, four-eyes excludes the starter's delegates, one
 vote per person whichever hat, on_behalf_of on the decision and its audit entries."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tests.asking import WORKFLOW, ask
 from tests.factories import ApproverFactory
@@ -16,7 +20,7 @@ from workflows.audit import actions
 from workflows.engine import FunctionResponse
 from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError
 from workflows.engine.status import InterruptStatus
-from workflows.models import AuditEntry, Interrupt
+from workflows.models import AuditEntry, Delegation, Interrupt
 from workflows.policy import answer_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -229,3 +233,35 @@ def test_the_answer_rule_reads_delegations_when_asked_not_when_cached(ada, bob):
     with transaction.atomic():
         away(ada, bob)
         assert bob.has_perm(PERM, interrupt)
+
+
+def test_the_rule_reads_a_users_delegations_once_per_object_until_one_changes(ada, bob):
+    away(ada, bob)
+    questions = [ask(assignees=["user:ada"]) for _ in range(5)]
+    questions = list(
+        Interrupt.objects.filter(pk__in=[q.pk for q in questions]).select_related("invocation")
+    )
+    policy = answer_policy()
+
+    def queries_for(count: int) -> int:
+        fresh = type(bob).objects.get(pk=bob.pk)
+        with CaptureQueriesContext(connection) as queries:
+            assert all(policy.can_answer(fresh, q) for q in questions[:count])
+        return len(queries)
+
+    assert queries_for(5) == queries_for(1)
+    cy = ApproverFactory(username="cy")
+    for_cy = ask(assignees=["user:cy"])
+    assert not bob.has_perm(PERM, for_cy)
+    starts_at, ends_at = window()
+    Delegation.objects.create(delegator=cy, delegate=bob, starts_at=starts_at, ends_at=ends_at)
+    assert bob.has_perm(PERM, for_cy), "the same user object sees the new delegation"
+
+
+def test_a_cached_delegation_comes_into_force_when_its_window_opens(ada, bob, monkeypatch):
+    delegation = away(ada, bob, start_hours=2, end_hours=24)
+    interrupt = ask(assignees=["user:ada"])
+    assert not bob.has_perm(PERM, interrupt)
+    later = delegation.starts_at + timedelta(minutes=1)
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    assert bob.has_perm(PERM, interrupt)
