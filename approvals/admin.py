@@ -26,7 +26,7 @@ from django.utils.text import Truncator
 from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
 from workflows.admin.display import question_cell
-from workflows.engine.errors import ResponseValidationError, WorkflowError
+from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.expressions import HasAnyElement
@@ -37,6 +37,7 @@ from workflows.policy import (
     answer_policy,
     assignee_names,
     can_reassign,
+    voting_for,
 )
 from workflows.registry import registry
 
@@ -242,6 +243,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form = None
         if pending and may_answer and not already:
             form = decision_form(interrupt)
+        standing_in = _standing_in(request.user, interrupt) if form is not None else None
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action not in ("decide", "challenge"):
@@ -262,6 +264,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
                 **self._page_context(request, interrupt, form),
                 "may_reassign": may_reassign and pending,
                 "already_decided": already,
+                "standing_in": standing_in,
                 **(extra_context or {}),
             },
         )
@@ -372,6 +375,16 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         js = ["approvals/countdown.js", "approvals/passkeys.js"]
 
 
+def _standing_in(user: Any, interrupt: Interrupt) -> Any:
+    """The delegation through which `user` would answer `interrupt` (None: as themselves,
+    or with no vote left, which the service says when they try)."""
+    voted = interrupt.decisions.values_list("actor_id", "on_behalf_of_id")
+    try:
+        return voting_for(user, interrupt, [pk for pair in voted for pk in pair])
+    except AlreadyDecidedError:
+        return None
+
+
 def _assignee_list(text: str) -> list[str]:
     return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
 
@@ -393,12 +406,19 @@ class DecisionAdmin(ReadOnlyAdmin):
     """Decisions are immutable: listed and shown, never changed or deleted here. The
     approvals dashboard (approvals/dashboard.py) is served beside them."""
 
-    list_display = ["question", "actor", "answer", "comment", "created_at"]
-    list_select_related = ["interrupt", "actor"]
+    list_display = ["question", "actor", "on_behalf_of", "answer", "comment", "created_at"]
+    list_select_related = ["interrupt", "actor", "on_behalf_of"]
     search_fields = ["interrupt__id", "interrupt__message", "comment"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # the latest first
-    fields = readonly_fields = ("interrupt", "actor", "answer", "comment", "created_at")
+    fields = readonly_fields = (
+        "interrupt",
+        "actor",
+        "on_behalf_of",
+        "answer",
+        "comment",
+        "created_at",
+    )
 
     def get_urls(self) -> list:
         view = self.admin_site.admin_view(self.dashboard_view)

@@ -178,10 +178,12 @@ def checked_assignees(interrupt: Interrupt, assignees: Any) -> list[str]:
     missing = [f"{kind}:{name}" for kind in named for name in sorted(named[kind] - found[kind])]
     if missing:
         raise ResponseValidationError(interrupt.pk, "assignees", f"no such {', '.join(missing)}")
-    decided = list(interrupt.decisions.values_list("actor_id", flat=True))
+    # Whoever decided, and whoever a delegate decided for, has no vote left.
+    decided = list(interrupt.decisions.values_list("actor_id", "on_behalf_of_id"))
+    voted = [pk for pair in decided for pk in pair if pk is not None]
     starter = [interrupt.invocation.started_by_id] if interrupt.four_eyes else []
     problem = unreachable_quorum(
-        request.assignees, interrupt.quorum, approvals=len(decided), excluded=decided + starter
+        request.assignees, interrupt.quorum, approvals=len(decided), excluded=voted + starter
     )
     if problem:
         raise ResponseValidationError(interrupt.pk, "assignees", problem)

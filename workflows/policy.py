@@ -5,7 +5,10 @@ the admin, the API, the e-mail links and the services.
   and `answerable(user, queryset)`, its queryset counterpart, which scopes every list.
   `HITL["ANSWER_POLICY"]` names the class in use (a subclass of `AssigneePolicy` is the
   usual way to change it); `answer_policy()` returns an instance of it.
+  Both honour active delegations (DESIGN 4.3): while one is active its delegate may answer
+  what its delegator may, for questions assigned to the delegator, in its workflows.
 - Cancelling and retrying an invocation: `InvocationControlPolicy`.
+- Delegating (out of office) and ending a delegation: `DelegationPolicy`.
 
 Everything asks `user.has_perm("workflows.answer_interrupt", interrupt)` (or
 `"workflows.cancel_invocation"` / `"workflows.retry_invocation"` with the invocation),
@@ -19,17 +22,23 @@ person, and an anonymous or inactive person may do nothing (`person_refusal`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+from django.utils import timezone
 
 from .conf import hitl_settings
+from .engine.errors import AlreadyDecidedError
 from .engine.principals import parse_assignee
 from .expressions import HasAnyElement
-from .models import Interrupt, Invocation
+from .models import Delegation, Interrupt, Invocation
 
 ANSWER_PERMISSION = "workflows.answer_interrupt"
 REASSIGN_PERMISSION = "workflows.reassign_interrupt"
@@ -66,10 +75,44 @@ def assignee_names(user: Any) -> list[str]:
     return user._hitl_assignee_names
 
 
+def active_delegations(now: Any = None) -> Q:
+    """The delegations in force at `now` (default: now): started, not over, not ended."""
+    now = timezone.now() if now is None else now
+    return Q(starts_at__lte=now, ends_at__gt=now, ended_at__isnull=True)
+
+
+# Moves on whenever a delegation is saved or deleted (and again when that commits), so a
+# user object's cached delegations are read again.
+_delegation_changes = itertools.count(1)
+_delegation_generation = [0]
+
+
+@receiver([post_save, post_delete], sender=Delegation, dispatch_uid="workflows.policy.delegations")
+def _delegations_changed(sender: Any, **kwargs: Any) -> None:
+    def bump() -> None:
+        _delegation_generation[0] = next(_delegation_changes)
+
+    bump()
+    transaction.on_commit(bump, using=kwargs.get("using"))
+
+
+def _covers(delegation: Delegation, workflow_name: str) -> bool:
+    return not delegation.workflows or workflow_name in delegation.workflows
+
+
+def _in_workflows(delegation: Delegation) -> Q:
+    return Q(workflow_name__in=delegation.workflows) if delegation.workflows else Q()
+
+
 class AssigneePolicy:
     """An active user who has the model permission `workflows.answer_interrupt` (or is a
     superuser) may answer an interrupt when it names no assignees or names them (directly
-    or through a group), and, for a four-eyes interrupt, did not start its invocation."""
+    or through a group), or names someone they stand in for (an active delegation to them
+    from a user who may answer it, covering its workflow); and, for a four-eyes interrupt,
+    when they neither started its invocation nor stand in for whoever did.
+
+    Delegations do not chain: a delegate answers with their delegator's own right, not
+    with rights the delegator holds as someone else's delegate."""
 
     def may_answer_any(self, user: Any) -> bool:
         """The model-level half of the rule: may this user answer interrupts at all?"""
@@ -87,19 +130,127 @@ class AssigneePolicy:
         who = user.get_username()
         if not self.may_answer_any(user):
             return f"{who} lacks the permission {ANSWER_PERMISSION}"
-        if interrupt.assignees and not set(assignee_names(user)) & set(interrupt.assignees):
-            return f"{who} is not among the assignees ({', '.join(interrupt.assignees)})"
-        if interrupt.four_eyes and interrupt.invocation.started_by_id == user.pk:
-            return f"four eyes: {who} started the invocation and may not answer {interrupt.pk!r}"
+        if not self.in_own_right(user, interrupt) and not self.stand_ins(user, interrupt):
+            return (
+                f"{who} is not among the assignees ({', '.join(interrupt.assignees)}) "
+                "and stands in for none of them"
+            )
+        if interrupt.four_eyes:
+            return self._four_eyes_refusal(user, interrupt)
         return ""
+
+    def in_own_right(self, user: Any, interrupt: Interrupt) -> bool:
+        """Whether the assignees let `user` answer as themselves (none named, or `user`
+        named directly or by group); the permission and four-eyes are the rest of the rule."""
+        return not interrupt.assignees or bool(set(assignee_names(user)) & set(interrupt.assignees))
+
+    def stand_ins(self, user: Any, interrupt: Interrupt) -> list[Delegation]:
+        """The active delegations through which `user` may answer `interrupt` for someone
+        else (their `delegator` loaded), in the order they began; [] for a question with no
+        assignees, which needs none."""
+        if not interrupt.assignees:
+            return []
+        return [
+            delegation
+            for delegation in self._delegations_to(user)
+            if _covers(delegation, interrupt.workflow_name)
+            and self.may_answer_any(delegation.delegator)
+            and self.in_own_right(delegation.delegator, interrupt)
+        ]
+
+    def standing_in(
+        self, user: Any, interrupt: Interrupt, voted: Iterable[Any] = ()
+    ) -> Delegation | None:
+        """Whose vote `user`, who may answer `interrupt`, casts on it: None for their own
+        (which comes first when they have one), else the delegation through which they vote
+        for its delegator. `voted`: the user ids whose vote is cast already (the deciders
+        and those they stood in for). One vote per person whichever hat they wear: raises
+        AlreadyDecidedError when every vote open to `user` is cast."""
+        voted = set(voted)
+        if user.pk in voted:
+            raise AlreadyDecidedError(interrupt.pk, user.get_username())
+        if self.in_own_right(user, interrupt):
+            return None
+        stand_ins = self.stand_ins(user, interrupt)
+        for delegation in stand_ins:
+            if delegation.delegator_id not in voted:
+                return delegation
+        names = ", ".join(sorted({d.delegator.get_username() for d in stand_ins}))
+        raise AlreadyDecidedError(interrupt.pk, names or user.get_username())
+
+    def _four_eyes_refusal(self, user: Any, interrupt: Interrupt) -> str:
+        starter = interrupt.invocation.started_by_id
+        who = user.get_username()
+        if starter is not None and starter == user.pk:
+            return f"four eyes: {who} started the invocation and may not answer {interrupt.pk!r}"
+        for delegation in self._delegations_to(user):
+            if delegation.delegator_id == starter and _covers(delegation, interrupt.workflow_name):
+                return (
+                    f"four eyes: {who} stands in for {delegation.delegator.get_username()}, "
+                    f"who started the invocation, and may not answer {interrupt.pk!r}"
+                )
+        return ""
+
+    def _delegations_to(self, user: Any) -> list[Delegation]:
+        """The delegations to `user` in force now (their delegators loaded), in the order
+        they began. Read once per user object while no delegation changes (like
+        `assignee_names`, for the lists that ask the rule of every row); which of them are
+        in force is decided at each call, so time passing is seen."""
+        cached = getattr(user, "_hitl_delegations", None)
+        generation = _delegation_generation[0]
+        if cached is None or cached[0] != generation:
+            unfinished = Delegation.objects.filter(
+                delegate=user.pk, ended_at__isnull=True, ends_at__gt=timezone.now()
+            )
+            rows = list(unfinished.select_related("delegator").order_by("starts_at", "pk"))
+            user._hitl_delegations = cached = (generation, rows)
+        now = timezone.now()
+        return [d for d in cached[1] if d.starts_at <= now < d.ends_at and d.ended_at is None]
 
     def answerable(self, user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
         """`queryset` narrowed to the interrupts `user` may answer (any status)."""
         if not self.may_answer_any(user):
             return queryset.none()
-        assigned = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
-        not_own = Q(four_eyes=False) | ~Q(invocation__started_by=user.pk)
-        return queryset.filter(assigned, not_own)
+        delegations = self._delegations_to(user)
+        own = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
+        return queryset.filter(own | self._delegated(delegations), self._not_own(user, delegations))
+
+    def answerable_by_delegation(
+        self, user: Any, queryset: QuerySet[Interrupt]
+    ) -> QuerySet[Interrupt]:
+        """`queryset` narrowed to the interrupts `user` may answer only through an active
+        delegation (not in their own right): the "delegated to me" view."""
+        own = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
+        return self.answerable(user, queryset).filter(~own)
+
+    def _delegated(self, delegations: list[Delegation]) -> Q:
+        """The questions assigned to someone these delegations let their delegate stand in
+        for, in the delegations' workflows."""
+        reach = Q(pk__in=[])
+        for delegation in delegations:
+            delegator = delegation.delegator
+            if self.may_answer_any(delegator):
+                named = HasAnyElement("assignees", assignee_names(delegator))
+                reach |= Q(named) & _in_workflows(delegation)
+        return reach
+
+    def _not_own(self, user: Any, delegations: list[Delegation]) -> Q:
+        """Four-eyes: not a question of an invocation `user` started, nor of one started by
+        someone they stand in for (in that delegation's workflows)."""
+        excluded = Q(invocation__started_by=user.pk)
+        for delegation in delegations:
+            excluded |= Q(invocation__started_by=delegation.delegator_id) & _in_workflows(
+                delegation
+            )
+        return Q(four_eyes=False) | ~excluded
+
+
+def voting_for(user: Any, interrupt: Interrupt, voted: Iterable[Any] = ()) -> Delegation | None:
+    """The delegation through which `user`, who may answer `interrupt`, casts their vote
+    (None: their own), as the answer policy says (`AssigneePolicy.standing_in`); a
+    replacement policy that knows nothing of delegations: their own."""
+    standing_in = getattr(answer_policy(), "standing_in", None)
+    return None if standing_in is None else standing_in(user, interrupt, voted)
 
 
 def _holds(user: Any, permission: str) -> bool:
@@ -239,3 +390,63 @@ class GranterPolicy:
 
 def grant_policy() -> GranterPolicy:
     return GranterPolicy()
+
+
+ADD_DELEGATION_PERMISSION = "workflows.add_delegation"
+CHANGE_DELEGATION_PERMISSION = "workflows.change_delegation"
+VIEW_DELEGATION_PERMISSION = "workflows.view_delegation"
+
+
+class DelegationPolicy:
+    """Who may delegate whose work, and end a delegation (out of office, DESIGN 4.3).
+
+    A person may delegate their own work; staff with `workflows.add_delegation` may
+    delegate anyone's. A delegation may be ended by its delegator, by whoever made it, and
+    by holders of `workflows.change_delegation`. The system (None) may do both."""
+
+    def refusal_to_delegate(self, user: Any, delegator: Any) -> str:
+        """Why `user` may not delegate `delegator`'s work ("" when they may)."""
+        if user is None:
+            return ""
+        refused = person_refusal(user)
+        if refused or delegator.pk == user.pk:
+            return refused
+        if user.is_staff and _holds(user, ADD_DELEGATION_PERMISSION):
+            return ""
+        return (
+            f"{user.get_username()} may delegate only their own work: delegating "
+            f"{delegator.get_username()}'s takes staff status and the permission "
+            f"{ADD_DELEGATION_PERMISSION}"
+        )
+
+    def refusal_to_end(self, user: Any, delegation: Delegation) -> str:
+        """Why `user` may not end `delegation` ("" when they may)."""
+        if user is None:
+            return ""
+        refused = person_refusal(user)
+        if refused or user.pk in (delegation.delegator_id, delegation.created_by_id):
+            return refused
+        if _holds(user, CHANGE_DELEGATION_PERMISSION):
+            return ""
+        return (
+            f"{user.get_username()} neither gave nor made delegation {delegation.pk} and "
+            f"lacks the permission {CHANGE_DELEGATION_PERMISSION} to end it"
+        )
+
+    def visible(self, user: Any, queryset: QuerySet[Delegation]) -> QuerySet[Delegation]:
+        """`queryset` narrowed to the delegations `user` sees: all with a delegation model
+        permission, else those they gave, received or made."""
+        if person_refusal(user):
+            return queryset.none()
+        permissions = (
+            VIEW_DELEGATION_PERMISSION,
+            ADD_DELEGATION_PERMISSION,
+            CHANGE_DELEGATION_PERMISSION,
+        )
+        if any(_holds(user, permission) for permission in permissions):
+            return queryset
+        return queryset.filter(Q(delegator=user.pk) | Q(delegate=user.pk) | Q(created_by=user.pk))
+
+
+def delegation_policy() -> DelegationPolicy:
+    return DelegationPolicy()

@@ -43,11 +43,13 @@ from .engine.transitions import (
 )
 from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
+from .people.out_of_office import delegate, end_delegation
 from .policy import (
     CANCEL_PERMISSION,
     RETRY_PERMISSION,
     require_control,
     require_person,
+    voting_for,
 )
 from .registry import registry
 from .signals import decision_recorded
@@ -58,6 +60,8 @@ __all__ = [
     "cancel",
     "claim",
     "decide",
+    "delegate",
+    "end_delegation",
     "execute",
     "expire_overdue_interrupts",
     "fail",
@@ -191,8 +195,9 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
     interrupts = db.lock_for_answers_sync(ids)
+    stand_ins: dict[str, Any] = {}
     if actor is not None:
-        _require_direct_answerer(actor, interrupts)
+        stand_ins = _require_direct_answerer(actor, interrupts)
         for index, response in enumerate(responses):
             if not is_gate_question(response.id):
                 continue  # only a gate's answer asks for a grant; accept_responses checks all
@@ -204,7 +209,7 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
                 field=f"function_responses[{index}].response",
             )
             require_granter(actor, response.id, answer)
-    return _store_answers(db, responses, interrupts, actor)
+    return _store_answers(db, responses, interrupts, actor, stand_ins)
 
 
 def _store_answers(
@@ -212,9 +217,11 @@ def _store_answers(
     responses: list[FunctionResponse],
     interrupts: dict[str, InterruptRecord],
     actor: Any,
+    on_behalf_of: Mapping[str, Any],
 ) -> Any:
     """Accept answers whose interrupts are locked and whose answerer is checked: the path
-    of submit_function_responses and of a decision that settles its question."""
+    of submit_function_responses and of a decision that settles its question.
+    `on_behalf_of`: by interrupt id, whom `actor` stood in for, where they did."""
     acceptance = accept_responses(
         responses,
         interrupts,
@@ -230,20 +237,27 @@ def _store_answers(
                 actions.ANSWER_ACCEPTED,
                 interrupt=interrupts[interrupt_id],
                 actor=actor,
+                on_behalf_of=on_behalf_of.get(interrupt_id),
                 data={"response": answer},
             )
         enqueue_run(acceptance.invocation_id)
     return acceptance.invocation_id
 
 
-def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> None:
+def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> dict[str, Any]:
     """A person answering directly: the answer rule for each interrupt, and no question
-    that needs several approvals (those are answered by decisions)."""
+    that needs several approvals (those are answered by decisions). Returns, by interrupt
+    id, the delegator `actor` answers for where they may only as a delegate."""
     rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
+    stand_ins = {}
     for interrupt in rows:
         require_answerer(actor, interrupt)
         if interrupt.quorum > 1:
             raise DecisionRequiredError(interrupt.pk, interrupt.quorum)
+        stand_in = voting_for(actor, interrupt)
+        if stand_in is not None:
+            stand_ins[interrupt.pk] = stand_in.delegator
+    return stand_ins
 
 
 @write_transaction
@@ -356,6 +370,11 @@ def decide(
     `signing_challenge` of this decision. A question asked with `require_signature` needs
     one; when given, it must verify, and the decision's audit entry keeps it.
 
+    A delegate who may answer only through an active delegation decides for its delegator:
+    `decision.on_behalf_of` (and the audit entry's) names them. One vote per person
+    whichever hat they wear: their own when they have one, else one for a delegator whose
+    vote is not cast yet.
+
     Raises PermissionDenied (the answer policy refuses; passkeys.SignatureRefused for a
     missing or bad signature), AlreadyDecidedError (one decision per person),
     UnknownInterruptError, InterruptNotPendingError or ResponseValidationError; nothing is
@@ -368,6 +387,8 @@ def decide(
     decisions = list(interrupt.decisions.select_related("actor"))
     if any(d.actor_id == actor.pk for d in decisions):
         raise AlreadyDecidedError(interrupt.pk, actor.get_username())
+    voted = [pk for d in decisions for pk in (d.actor_id, d.on_behalf_of_id) if pk is not None]
+    stand_in = voting_for(actor, interrupt, voted)
     require_pending(interrupt)
     value = _checked_vote(interrupt, value)
     require_granter(actor, interrupt.pk, value)
@@ -376,7 +397,11 @@ def decide(
         signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
     require_granter(actor, interrupt.pk, value)
     decision = Decision.objects.create(
-        interrupt=interrupt, actor=actor, response=value, comment=comment
+        interrupt=interrupt,
+        actor=actor,
+        on_behalf_of=None if stand_in is None else stand_in.delegator,
+        response=value,
+        comment=comment,
     )
     data = {"decision": decision.pk, "response": value, "comment": comment}
     edited = edit_of(interrupt, value)
@@ -395,7 +420,9 @@ def decide(
         # The decider passed the rule above; a quorum's answer is this service's to give.
         db = store()
         answered = [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)]
-        _store_answers(db, answered, db.lock_for_answers_sync([interrupt.pk]), actor)
+        locked = db.lock_for_answers_sync([interrupt.pk])
+        stand_ins = {interrupt.pk: decision.on_behalf_of} if decision.on_behalf_of else {}
+        _store_answers(db, answered, locked, actor, stand_ins)
         interrupt.refresh_from_db()
     transaction.on_commit(
         lambda: decision_recorded.send_robust(

@@ -19,6 +19,7 @@ from workflows import services
 from workflows.engine import JoinNode, RequestInput, Workflow, node
 from workflows.models import (
     Decision,
+    Delegation,
     IdempotencyKey,
     Interrupt,
     Invocation,
@@ -155,6 +156,7 @@ def snapshot() -> str:
         *SessionEvent.objects.all(),
         *Interrupt.objects.all(),
         *Decision.objects.all(),
+        *Delegation.objects.all(),
         *IdempotencyKey.objects.all(),
         *WebhookDelivery.objects.all(),
     ]

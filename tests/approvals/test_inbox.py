@@ -153,7 +153,7 @@ def test_the_list_takes_the_same_queries_at_5_and_50_rows(
             services.claim(interrupt.pk, actor=bob)
     client = login(approver)
     client.get(INBOX)  # warm the session and permission caches alike for both sizes
-    # session, user, permissions x2, groups, count, page
-    with django_assert_num_queries(7):
+    # session, user, permissions x2, groups, delegations to the user, count, page
+    with django_assert_num_queries(8):
         response = client.get(INBOX)
     assert len(listed(response)) == rows

@@ -6,11 +6,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.urls import reverse
+from django.utils import timezone
 
 from approvals.figures import dashboard_figures
 from approvals.models import inbox
 from hitl_site.decision_history import HISTORY, KEY_PREFIX
-from workflows.models import Decision, Interrupt, Invocation
+from workflows.models import Decision, Delegation, Interrupt, Invocation
+from workflows.policy import answer_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,8 +60,17 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     assert pending.count() == 14
     # Everything pending is each approver's to answer (admin already approved Linus's
     # finance question once, and the quorum needs a second person; nobody has voted on
-    # Katherine's yet, so approver and approver2 can make its quorum of two).
-    assert inbox(approver).count() == inbox(approver2).count() == 14
+    # Katherine's yet, so approver and approver2 can make its quorum of two), but for the
+    # review handed to Ada, who is away: approver2 stands in for her.
+    assert inbox(approver).count() == 13
+    assert inbox(approver2).count() == 14
+    ada = users.get(username="ada")
+    assert ada.check_password("ada") and ada.first_name == "Ada"
+    delegation = Delegation.objects.get()
+    assert (delegation.delegator, delegation.delegate) == (ada, approver2)
+    assert timezone.localtime(delegation.ends_at).weekday() == 4  # until Friday
+    for_ada = answer_policy().answerable_by_delegation(approver2, pending)
+    assert [q.message for q in for_ada] == ["Review version 1 of “Holiday policy”"]
     quorum = pending.filter(quorum=2).order_by("created_at")
     assert [q.decisions.count() for q in quorum] == [1, 0, 0]
     assert f"{Invocation.objects.count()} invocations; 14 questions wait" in printed

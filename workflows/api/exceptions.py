@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
@@ -24,6 +25,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unknown_interrupt": status.HTTP_404_NOT_FOUND,
     "unknown_invocation": status.HTTP_404_NOT_FOUND,
     "unknown_grant": status.HTTP_404_NOT_FOUND,
+    "unknown_delegation": status.HTTP_404_NOT_FOUND,
     "unknown_workflow": status.HTTP_400_BAD_REQUEST,
     "invalid_response": status.HTTP_400_BAD_REQUEST,
     "invalid_input": status.HTTP_400_BAD_REQUEST,
@@ -102,6 +104,16 @@ def _workflow_error_response(exc: WorkflowError | UnknownWorkflowError) -> Respo
     return Response(error_body(code, str(exc), field), status=status_code)
 
 
+def _validation_detail(exc: DjangoValidationError) -> dict[str, list[str]]:
+    """A Django ValidationError as DRF's detail: by field, NON_FIELD_ERRORS as DRF names it."""
+    if not hasattr(exc, "error_dict"):
+        return {"non_field_errors": exc.messages}
+    return {
+        "non_field_errors" if field == NON_FIELD_ERRORS else field: messages
+        for field, messages in exc.message_dict.items()
+    }
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler of the API views (set on their base class)."""
     if isinstance(exc, (WorkflowError, UnknownWorkflowError)):
@@ -110,6 +122,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = PayloadTooLarge(str(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoValidationError):  # a service's refusal naming its field
+        exc = exceptions.ValidationError(_validation_detail(exc))
     elif isinstance(exc, DjangoPermissionDenied):  # its code, when it has one of its own
         detail = exc.args[0] if exc.args else None
         exc = exceptions.PermissionDenied(detail, code=getattr(exc, "code", None))

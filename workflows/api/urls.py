@@ -7,6 +7,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from .delegations import DelegationViewSet
 from .grants import GrantViewSet
 from .views import (
     FunctionResponseViewSet,
@@ -24,6 +25,7 @@ router.register("invocations", InvocationViewSet, basename="invocation")
 router.register("interrupts", InterruptViewSet, basename="interrupt")
 router.register("function-responses", FunctionResponseViewSet, basename="function-response")
 router.register("grants", GrantViewSet, basename="grant")
+router.register("delegations", DelegationViewSet, basename="delegation")
 
 urlpatterns = [
     *router.urls,

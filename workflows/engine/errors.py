@@ -245,6 +245,14 @@ class UnknownGrantError(WorkflowError, LookupError):
         super().__init__(f"unknown grant {grant_id!r}")
 
 
+class UnknownDelegationError(WorkflowError, LookupError):
+    code = "unknown_delegation"
+
+    def __init__(self, delegation_id: Any):
+        self.delegation_id = delegation_id
+        super().__init__(f"unknown delegation {delegation_id!r}")
+
+
 class InvalidGrantError(FieldError):
     """A grant asked for with values it cannot have (an unknown gate, a scope the gate
     does not allow, pins that are not a JSON Schema...)."""

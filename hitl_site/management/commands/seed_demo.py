@@ -1,16 +1,20 @@
-"""Demo data for `make demo`: three logins and invocations of the demo workflows, some
+"""Demo data for `make demo`: four logins and invocations of the demo workflows, some
 waiting for an answer, some answered, so the inbox and the monitor have something to show.
+Ada is away until Friday; approver2 stands in for her (out of office), so approver2 finds
+the review handed to Ada in their inbox, answered "for Ada".
 
 A command of the demo project, not of the reusable app: it creates users with known
 passwords, which no real project should get by installing `workflows`.
 """
 
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.utils import timezone
 
 from hitl_site.decision_history import seed_decision_history
 from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
@@ -22,8 +26,10 @@ from workflows.models import Interrupt, Invocation
 LOGINS = [
     ("approver", "approver", False),
     ("approver2", "approver2", False),
+    ("ada", "ada", False),  # away, with approver2 standing in
     ("admin", "admin", True),
 ]
+FRIDAY = 4  # date.weekday()
 GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS, SUPPORT)]
 # What a staff approver needs besides its groups: the inbox and the monitor, read-only.
 APPROVER_PERMISSIONS = [
@@ -103,7 +109,8 @@ class Command(BaseCommand):
                 f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
                 "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
                 "approvers, not superusers; groups managers, finance, moderators, editors, "
-                "support) and admin / admin (superuser)."
+                "support), ada / ada (away until Friday: approver2 stands in for her) and "
+                "admin / admin (superuser)."
             )
         )
 
@@ -114,7 +121,12 @@ class Command(BaseCommand):
         users = {}
         for username, password, superuser in LOGINS:
             user, created = get_user_model().objects.get_or_create(
-                username=username, defaults={"is_staff": True, "is_superuser": superuser}
+                username=username,
+                defaults={
+                    "is_staff": True,
+                    "is_superuser": superuser,
+                    "first_name": username.capitalize() if username == "ada" else "",
+                },
             )
             if created:
                 user.set_password(password)
@@ -150,6 +162,20 @@ class Command(BaseCommand):
         refund = tickets[0].interrupts.get(status="pending")
         reason = "at most 70 without a photo of the damage"
         services.decide(refund.id, {"decision": "reject", "reason": reason}, actor=admin)
+        self.away(admin)
+
+    @staticmethod
+    def away(admin: Any) -> None:
+        """Ada is out of office until Friday evening, approver2 standing in; the holiday
+        policy's review is handed to her, so approver2 answers it for her."""
+        users = get_user_model().objects
+        ada, approver2 = users.get(username="ada"), users.get(username="approver2")
+        now = timezone.localtime()
+        days = (FRIDAY - now.weekday()) % 7 or 7
+        friday = (now + timedelta(days=days)).replace(hour=18, minute=0, second=0, microsecond=0)
+        services.delegate(ada, approver2, now - timedelta(hours=1), friday, actor=admin)
+        review = Interrupt.objects.get(status="pending", invocation__input__title="Holiday policy")
+        services.reassign(review.id, ["user:ada"], actor=admin)
 
     @staticmethod
     def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:
