@@ -25,11 +25,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from .conf import hitl_settings
 from .engine.principals import parse_assignee
+from .engine.status import InterruptStatus
 from .expressions import HasAnyElement
-from .models import Interrupt, Invocation
+from .models import Delegation, Interrupt, Invocation
 
 ANSWER_PERMISSION = "workflows.answer_interrupt"
 REASSIGN_PERMISSION = "workflows.reassign_interrupt"
@@ -100,6 +102,28 @@ class AssigneePolicy:
         assigned = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
         not_own = Q(four_eyes=False) | ~Q(invocation__started_by=user.pk)
         return queryset.filter(assigned, not_own)
+
+    def answerable_by_delegation(
+        self, user: Any, queryset: QuerySet[Interrupt]
+    ) -> QuerySet[Interrupt]:
+        """`queryset` narrowed to the pending interrupts assigned (directly or by group) to
+        someone who delegated their work to `user` now, in the delegation's workflows."""
+        now = timezone.now()
+        active = Delegation.objects.filter(
+            delegate=user.pk, starts_at__lte=now, ends_at__gt=now, ended_at__isnull=True
+        ).prefetch_related("delegator__groups")
+        delegated = Q()
+        for delegation in active:
+            delegator = delegation.delegator
+            names = [f"user:{delegator.get_username()}"]
+            names += [f"group:{group.name}" for group in delegator.groups.all()]
+            condition = HasAnyElement("assignees", names)
+            if delegation.workflows:
+                condition &= Q(workflow_name__in=delegation.workflows)
+            delegated |= condition
+        if not delegated:
+            return queryset.none()
+        return queryset.filter(delegated, status=InterruptStatus.PENDING)
 
 
 def _holds(user: Any, permission: str) -> bool:
