@@ -24,6 +24,7 @@ from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import F, OrderBy, Q, QuerySet
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.text import smart_split, unescape_string_literal
 
 from ..conf import hitl_settings
@@ -166,3 +167,7 @@ class CappedPaginator(Paginator):
     @property
     def capped(self) -> bool:
         return self.count > count_limit()
+
+    @property
+    def limit_text(self) -> str:
+        return number_format(count_limit(), force_grouping=True)
