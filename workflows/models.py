@@ -7,7 +7,7 @@ import pgtrigger
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from .conf import hitl_settings
@@ -226,12 +226,11 @@ class Interrupt(models.Model):
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),
             models.Index(fields=["invocation", "status"], name="hitl_interrupt_invocation"),
             # The inbox's order (workflows.people.inbox.INBOX_ORDER): its first page is
-            # read from the index, whatever the number of pending questions.
+            # read from the index, whatever the number of pending questions. (An ascending
+            # index keeps NULLs last on PostgreSQL, as the order does; SQLite cannot say
+            # NULLS LAST in an index and sorts the due dates of the rows it reads.)
             models.Index(
-                F("priority_rank"),
-                F("due_at").asc(nulls_last=True),
-                F("created_at"),
-                F("id"),
+                fields=["priority_rank", "due_at", "created_at", "id"],
                 name="hitl_interrupt_inbox_order",
                 condition=Q(status=InterruptStatus.PENDING),
             ),

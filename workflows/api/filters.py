@@ -83,7 +83,13 @@ class InterruptFilter(filters.FilterSet):
         choices=list(VIEWS.items()),
         label="Inbox view: pending questions waiting for you, " + ", ".join(VIEWS),
     )
-    priority = filters.ChoiceFilter(choices=PRIORITY_CHOICES)
+    priority = filters.ChoiceFilter(
+        choices=PRIORITY_CHOICES,
+        error_messages={
+            "invalid_choice": "%(value)s is not a priority: one of "
+            + ", ".join(value for value, _ in PRIORITY_CHOICES)
+        },
+    )
     workflow = filters.CharFilter(field_name="workflow_name")
     invocation = filters.UUIDFilter(field_name="invocation_id")
     claimed_by = UserIdFilter(field_name="claimed_by_id")

@@ -49,10 +49,7 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="interrupt",
             index=models.Index(
-                models.F("priority_rank"),
-                models.OrderBy(models.F("due_at"), nulls_last=True),
-                models.F("created_at"),
-                models.F("id"),
+                fields=["priority_rank", "due_at", "created_at", "id"],
                 condition=models.Q(("status", workflows.engine.status.InterruptStatus["PENDING"])),
                 name="hitl_interrupt_inbox_order",
             ),

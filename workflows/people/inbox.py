@@ -164,6 +164,14 @@ class CappedPaginator(Paginator):
             return object_list.order_by()[: count_limit() + 1].count()
         return len(object_list)
 
+    def page(self, number: Any) -> Any:
+        """Page `number`, whole even past a capped count (Django's would stop at it)."""
+        if not self.capped:
+            return super().page(number)
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        return self._get_page(self.object_list[bottom : bottom + self.per_page], number, self)
+
     @property
     def capped(self) -> bool:
         return self.count > count_limit()
