@@ -82,6 +82,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     # million pending questions counting them all would cost more than the page.
     show_full_result_count = False
     paginator = CappedPaginator
+    show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan each
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "approvals/decision.html"
     change_list_template = "approvals/change_list.html"  # says why the list is empty
@@ -169,7 +170,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         if obj.deadline is None:
             return format_html("{}{}", target, display.countdown(None))
         return format_html(
-            "{}{}<br><small>then {}</small>",
+            "{}deadline {}<br><small>then {}</small>",
             target,
             display.countdown(obj.deadline),
             display.timeout_summary(display.in_declared_order(obj).on_timeout),

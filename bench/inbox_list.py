@@ -78,8 +78,9 @@ SELECT 'q-' || md5('interrupt' || n), md5('invocation' || (n / %(per)s))::uuid,
     'pending',
     CASE WHEN n %% 7 = 0 THEN now() + (random() * 5 * 86400 - 3600) * interval '1 second' END,
     CASE WHEN n %% 7 = 0 THEN 3600 END,
-    CASE WHEN n %% 50 = 0 THEN 'urgent' WHEN n %% 50 < 6 THEN 'high'
-         WHEN n %% 50 < 11 THEN 'low' ELSE 'normal' END,
+    CASE (n::bigint * 7919 + n / 13) %% 50 WHEN 0 THEN 'urgent' ELSE CASE
+         WHEN (n::bigint * 7919 + n / 13) %% 50 < 6 THEN 'high'
+         WHEN (n::bigint * 7919 + n / 13) %% 50 < 11 THEN 'low' ELSE 'normal' END END,
     CASE WHEN n %% 3 = 0 THEN now() + (random() * 3 - 1) * 86400 * interval '1 second' END,
     CASE WHEN n %% 3 = 0 THEN 86400 END,
     '[]', 0, false, false, now() - random() * interval '30 days'
@@ -211,9 +212,9 @@ def main() -> None:
     client.force_login(approver)
 
     from workflows.models import Interrupt
-    from workflows.people.inbox import VIEWS
+    from workflows.people.inbox import VIEWS, waiting_for
 
-    first = Interrupt.objects.order_by("created_at").values_list("pk", flat=True).first()
+    first = waiting_for(approver).values_list("pk", flat=True).first()
     pending = Interrupt.objects.filter(status="pending").count()
     pages = [
         ("first page (inbox order)", INBOX),
