@@ -19,7 +19,6 @@ from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -37,9 +36,9 @@ from workflows.registry import registry
 from . import display, passkeys
 from .forms import ApprovalForm, comment_of, is_approval
 from .gates import GateForm, decision_form
+from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
-from .inbox_views import view_tabs
 
 
 class InboxViewFilter(admin.SimpleListFilter):
@@ -131,7 +130,9 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         view = request.GET.get(InboxViewFilter.parameter_name)
         # The list never shows the wide JSON columns; leaving them out keeps sorts small.
         return (
-            waiting_for(request.user, view if view in VIEWS else None, PendingApproval.objects)
+            waiting_for(
+                request.user, view if view in VIEWS else None, PendingApproval.objects.all()
+            )
             .defer("payload", "response_schema", "response")
             .annotate(decided=Coalesce(Subquery(decided), 0))
         )

@@ -27,7 +27,7 @@ class ViewLink:
 
     @property
     def count_text(self) -> str:
-        """"12", or "1,000+" past the counting limit."""
+        """ "12", or "1,000+" past the counting limit."""
         if self.count is None:
             return ""
         if self.count > count_limit():
@@ -36,7 +36,7 @@ class ViewLink:
 
 
 def view_links(user: Any, active: str | None = None, *, counted: bool) -> list[ViewLink]:
-    """"all" then each view, with its link into the inbox and, when `counted`, the number
+    """ "all" then each view, with its link into the inbox and, when `counted`, the number
     of questions in it (one query)."""
     numbers: dict[str, int | None] = dict(counts(user)) if counted else {}
     inbox = reverse("admin:approvals_pendingapproval_changelist")

@@ -31,4 +31,4 @@ class Passkey(PasskeyCredential):
 def inbox(user: Any) -> QuerySet[PendingApproval]:
     """Pending interrupts `user` may answer and has not decided on yet, in the inbox's
     order (workflows.people.inbox)."""
-    return cast("QuerySet[PendingApproval]", waiting_for(user, None, PendingApproval.objects))
+    return cast("QuerySet[PendingApproval]", waiting_for(user, None, PendingApproval.objects.all()))

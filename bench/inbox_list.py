@@ -67,7 +67,8 @@ SELECT 'q-' || md5('interrupt' || n), md5('invocation' || (n / %(per)s))::uuid,
     (%(workflows)s::text[])[(n / %(per)s) %% 5 + 1] || '@1/ask@' || (n %% %(per)s + 1),
     n %% %(per)s + 1,
     'Approve invoice ' || n || ' from vendor ' || (n %% 997) || '?',
-    jsonb_build_object('invoice', n, 'vendor', 'vendor ' || (n %% 997), 'lines', '[1, 2, 3]'::jsonb),
+    jsonb_build_object(
+        'invoice', n, 'vendor', 'vendor ' || (n %% 997), 'lines', '[1, 2, 3]'::jsonb),
     '{"type": "object", "properties": {"approved": {"type": "boolean"}, "decisions": {}}}',
     CASE WHEN n %% 50 = 1 THEN '["user:approver"]'::jsonb
          WHEN n %% 10 < 5 THEN '[]'::jsonb
@@ -136,7 +137,9 @@ def seed(rows: int) -> object:
     colleagues = User.objects.bulk_create([User(username=f"colleague{n}") for n in range(50)])
     now = timezone.now()
     Delegation.objects.create(
-        delegator=colleagues[8], delegate=approver, starts_at=now - timedelta(days=1),
+        delegator=colleagues[8],
+        delegate=approver,
+        starts_at=now - timedelta(days=1),
         ends_at=now + timedelta(days=7),
     )
     values = {

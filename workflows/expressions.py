@@ -69,15 +69,20 @@ class SearchText(Expression):
     def set_source_expressions(self, exprs: Sequence[Any]) -> None:
         self.columns = list(exprs)
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        if connection.vendor not in SEARCH_TEXT:
-            raise NotSupportedError(
-                f"SearchText supports PostgreSQL and SQLite, not {connection.vendor}"
-            )
+    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return self._text(compiler, "postgresql")
+
+    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return self._text(compiler, "sqlite")
+
+    def as_sql(self, compiler: Any, connection: Any) -> NoReturn:
+        raise NotSupportedError(
+            f"SearchText supports PostgreSQL and SQLite, not {connection.vendor}"
+        )
+
+    def _text(self, compiler: Any, vendor: str) -> tuple[str, list[Any]]:
         compiled = [compiler.compile(column) for column in self.columns]
         (message, _), (workflow, _), (payload, _) = compiled
         params = [param for _, column_params in compiled for param in column_params]
-        sql = SEARCH_TEXT[connection.vendor].format(
-            message=message, workflow=workflow, payload=payload
-        )
+        sql = SEARCH_TEXT[vendor].format(message=message, workflow=workflow, payload=payload)
         return sql, params

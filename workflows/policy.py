@@ -112,12 +112,12 @@ class AssigneePolicy:
         active = Delegation.objects.filter(
             delegate=user.pk, starts_at__lte=now, ends_at__gt=now, ended_at__isnull=True
         ).prefetch_related("delegator__groups")
-        delegated = Q()
+        delegated: Any = Q()
         for delegation in active:
             delegator = delegation.delegator
             names = [f"user:{delegator.get_username()}"]
             names += [f"group:{group.name}" for group in delegator.groups.all()]
-            condition = HasAnyElement("assignees", names)
+            condition: Any = HasAnyElement("assignees", names)
             if delegation.workflows:
                 condition &= Q(workflow_name__in=delegation.workflows)
             delegated |= condition

@@ -41,7 +41,9 @@ def scene(db) -> Scene:
     Group.objects.create(name="finance").user_set.add(alice)
     now = timezone.now()
     Delegation.objects.create(
-        delegator=dora, delegate=alice, starts_at=now - timedelta(hours=1),
+        delegator=dora,
+        delegate=alice,
+        starts_at=now - timedelta(hours=1),
         ends_at=now + timedelta(days=1),
     )
     built = Scene(

@@ -15,7 +15,7 @@ from tests.approvals.conftest import INBOX
 from tests.asking import ask
 from tests.people.conftest import set_due
 from workflows import services
-from workflows.models import Delegation, Interrupt
+from workflows.models import Delegation
 from workflows.people.inbox import VIEWS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,8 +91,11 @@ def test_delegated_only_inside_the_window_and_the_workflows(scene, admin, api):
     assert api_ids(api, view="delegated") == scene.ids("delegated")
     Delegation.objects.update(ended_at=timezone.now())
     assert api_ids(api, view="delegated") == []
-    Delegation.objects.update(ended_at=None, starts_at=timezone.now() + timedelta(hours=1),
-                              ends_at=timezone.now() + timedelta(hours=2))
+    Delegation.objects.update(
+        ended_at=None,
+        starts_at=timezone.now() + timedelta(hours=1),
+        ends_at=timezone.now() + timedelta(hours=2),
+    )
     assert api_ids(api, view="delegated") == []
 
 
@@ -132,9 +135,10 @@ def test_the_api_shows_priority_and_due_at_and_filters_by_priority(scene, api):
     assert detail["priority"] == "urgent" and "due_at" in detail
 
 
-@pytest.mark.parametrize(("params", "field"), [({"view": "everything"}, "view"),
-                                               ({"view": ""}, "view"),
-                                               ({"priority": "asap"}, "priority")])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [({"view": "everything"}, "view"), ({"view": ""}, "view"), ({"priority": "asap"}, "priority")],
+)
 def test_a_bad_view_or_priority_is_a_400_naming_the_choices(scene, api, params, field):
     response = api.get(API, params)
     assert response.status_code == 400
@@ -147,7 +151,9 @@ def test_a_bad_view_or_priority_is_a_400_naming_the_choices(scene, api, params, 
 def test_admin_index_counts_each_view_in_one_query(scene, admin):
     with CaptureQueriesContext(connection) as captured:
         page = admin.get("/admin/").content.decode()
-    counting = [q["sql"] for q in captured if "COUNT(" in q["sql"] and "workflows_interrupt" in q["sql"]]
+    counting = [
+        q["sql"] for q in captured if "COUNT(" in q["sql"] and "workflows_interrupt" in q["sql"]
+    ]
     assert len(counting) == 1, counting
     for view in VIEWS:
         link = f'href="{INBOX}?view={view}" data-view="{view}">{VIEWS[view]} <span'
@@ -190,8 +196,13 @@ def test_the_lists_run_a_constant_number_of_queries(scene, admin, api, django_as
             assert client.get(url, params).status_code == 200
         return len(captured)
 
-    pages = [(admin, INBOX, {}), (admin, INBOX, {"view": "delegated"}), (api, API, {}),
-             (api, API, {"view": "groups"}), (admin, "/admin/", {})]
+    pages = [
+        (admin, INBOX, {}),
+        (admin, INBOX, {"view": "delegated"}),
+        (api, API, {}),
+        (api, API, {"view": "groups"}),
+        (admin, "/admin/", {}),
+    ]
     before = [queries(client, url, **params) for client, url, params in pages]
     for n in range(12):
         question = ask(message=f"More {n}", assignees=["group:finance"], priority="high")

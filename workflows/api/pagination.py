@@ -3,7 +3,7 @@
 400, not silently the default."""
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
@@ -53,7 +53,9 @@ class InboxPagination(PagePagination):
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)
-        response.data["count_capped"] = self.page.paginator.capped
+        assert self.page is not None  # a page is answered after paginating
+        paginator = cast(CappedPaginator, self.page.paginator)
+        response.data["count_capped"] = paginator.capped
         return response
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db import connections
 from django.db.models import F, OrderBy, Q, QuerySet
 from django.utils import timezone
@@ -42,12 +42,12 @@ VIEWS: dict[str, str] = {
     "overdue": "overdue",
     "due_soon": "due soon",
 }
-INBOX_ORDER: list[OrderBy] = [
+INBOX_ORDER: tuple[OrderBy, ...] = (
     F("priority_rank").asc(),
     F("due_at").asc(nulls_last=True),
     F("created_at").asc(),
     F("id").asc(),  # a total order: pages never repeat or skip a row
-]
+)
 DELEGATED = "delegated"
 
 
@@ -164,13 +164,13 @@ class CappedPaginator(Paginator):
             return object_list.order_by()[: count_limit() + 1].count()
         return len(object_list)
 
-    def page(self, number: Any) -> Any:
+    def page(self, number: Any) -> Page:
         """Page `number`, whole even past a capped count (Django's would stop at it)."""
         if not self.capped:
             return super().page(number)
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
-        return self._get_page(self.object_list[bottom : bottom + self.per_page], number, self)
+        return Page(self.object_list[bottom : bottom + self.per_page], number, self)
 
     @property
     def capped(self) -> bool:
