@@ -57,7 +57,7 @@ class UnknownViewError(ValueError):
         self.view = view
 
 
-def _mine(user: Any) -> Q | HasAnyElement:
+def _mine(user: Any) -> HasAnyElement:
     return HasAnyElement("assignees", [f"user:{user.get_username()}"])
 
 
