@@ -29,7 +29,8 @@ from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Decision, Interrupt, NodeRun
-from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, search, waiting_for
+from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, waiting_for
+from workflows.people.search import search
 from workflows.policy import ANSWER_PERMISSION, REASSIGN_PERMISSION, answer_policy, can_reassign
 from workflows.registry import registry
 

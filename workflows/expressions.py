@@ -6,9 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from django.db import NotSupportedError
-from django.db.models import BooleanField, Expression, F, TextField
-
-from .people.statements import SEARCH_TEXT
+from django.db.models import BooleanField, Expression, F
 
 
 class HasAnyElement(Expression):
@@ -50,39 +48,3 @@ class HasAnyElement(Expression):
         raise NotSupportedError(
             f"HasAnyElement supports PostgreSQL and SQLite, not {connection.vendor}"
         )
-
-
-class SearchText(Expression):
-    """The text the inbox searches, one string per interrupt: its question, workflow name
-    and payload. On PostgreSQL the trigram index `hitl_interrupt_search` is on this
-    expression (workflows/people/statements.py), so `icontains` on it reads the index."""
-
-    output_field = TextField()
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.columns = [F("message"), F("workflow_name"), F("payload")]
-
-    def get_source_expressions(self) -> list[Any]:
-        return self.columns
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        self.columns = list(exprs)
-
-    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        return self._text(compiler, "postgresql")
-
-    def as_sqlite(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        return self._text(compiler, "sqlite")
-
-    def as_sql(self, compiler: Any, connection: Any) -> NoReturn:
-        raise NotSupportedError(
-            f"SearchText supports PostgreSQL and SQLite, not {connection.vendor}"
-        )
-
-    def _text(self, compiler: Any, vendor: str) -> tuple[str, list[Any]]:
-        compiled = [compiler.compile(column) for column in self.columns]
-        (message, _), (workflow, _), (payload, _) = compiled
-        params = [param for _, column_params in compiled for param in column_params]
-        sql = SEARCH_TEXT[vendor].format(message=message, workflow=workflow, payload=payload)
-        return sql, params

@@ -6,8 +6,8 @@ order, and counted at a cost that does not grow with the table.
   the policy's `answerable_by_delegation` instead.
 - `INBOX_ORDER`: priority (urgent first), then due date (soonest first, none last), then
   age (oldest first); the index `hitl_interrupt_inbox_order` is in this order.
-- `search(queryset, text)`: each word in the question, the workflow's name or the payload
-  (a trigram index serves it on PostgreSQL).
+- `workflows.people.search.search(queryset, text)`: each word in the question, the
+  workflow's name or the payload (a trigram index serves it on PostgreSQL).
 - `counts(user)`: the number in each view and in all, in one query, each stopped at
   `HITL["INBOX_COUNT_LIMIT"]` rows; `CappedPaginator` pages a list counted the same way.
 """
@@ -25,11 +25,10 @@ from django.db import connections
 from django.db.models import F, OrderBy, Q, QuerySet
 from django.utils import timezone
 from django.utils.formats import number_format
-from django.utils.text import smart_split, unescape_string_literal
 
 from ..conf import hitl_settings
 from ..engine.status import InterruptStatus
-from ..expressions import HasAnyElement, SearchText
+from ..expressions import HasAnyElement
 from ..models import Interrupt
 from ..policy import answer_policy, assignee_names
 from . import statements
@@ -108,17 +107,6 @@ def waiting_for(
     else:
         chosen = answer_policy().answerable(user, base).filter(CONDITIONS[view](user))
     return chosen.order_by(*INBOX_ORDER)
-
-
-def search(queryset: QuerySet[Any], text: str) -> QuerySet[Any]:
-    """`queryset` narrowed to the rows whose question, workflow name or payload holds each
-    word of `text` (quoted phrases kept whole), as the admin's search splits it."""
-    searched = queryset.alias(search_text=SearchText())
-    for word in smart_split(text):
-        if word[0] in "\"'" and word[0] == word[-1] and len(word) > 1:
-            word = unescape_string_literal(word)
-        searched = searched.filter(search_text__icontains=word)
-    return searched
 
 
 def count_limit() -> int:
