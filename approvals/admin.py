@@ -14,12 +14,11 @@ from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -29,13 +28,13 @@ from workflows.admin.display import question_cell
 from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
-from workflows.expressions import HasAnyElement
 from workflows.models import Decision, Interrupt, NodeRun
+from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, waiting_for
+from workflows.people.search import search
 from workflows.policy import (
     ANSWER_PERMISSION,
     REASSIGN_PERMISSION,
     answer_policy,
-    assignee_names,
     can_reassign,
     voting_for,
 )
@@ -44,34 +43,22 @@ from workflows.registry import registry
 from . import dashboard, display, passkeys
 from .forms import ApprovalForm, comment_of, is_approval
 from .gates import GateForm, decision_form
+from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
-from .models import Passkey, PendingApproval, inbox
+from .models import Passkey, PendingApproval
 
 
-def _user_filter(title: str, parameter: str, condition: Any) -> type[admin.SimpleListFilter]:
-    """A yes-only list filter: `condition(request)` gives the filter kwargs/Q."""
+class InboxViewFilter(admin.SimpleListFilter):
+    """The inbox views (DESIGN 4.3). The view is applied by `get_queryset`, as "delegated"
+    reads other people's questions, outside what the answer rule alone gives."""
 
-    class MineFilter(admin.SimpleListFilter):
-        def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-            return [("yes", "Yes")]
+    title, parameter_name = "view", "view"
 
-        def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-            return queryset.filter(condition(request)) if self.value() == "yes" else queryset
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return list(VIEWS.items())
 
-    MineFilter.title, MineFilter.parameter_name = title, parameter
-    return MineFilter
-
-
-def _assigned_to_me(request: HttpRequest) -> Any:
-    return HasAnyElement("assignees", assignee_names(request.user))
-
-
-def _claimed_by_me(request: HttpRequest) -> Any:
-    return Q(claimed_by=request.user.pk)
-
-
-def _overdue(request: HttpRequest) -> Any:
-    return Q(deadline__lte=timezone.now())
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset
 
 
 class WorkflowFilter(admin.SimpleListFilter):
@@ -86,23 +73,22 @@ class WorkflowFilter(admin.SimpleListFilter):
         return queryset.filter(workflow_name=self.value()) if self.value() else queryset
 
 
-AssignedToMeFilter = _user_filter("assigned to me", "assigned", _assigned_to_me)
-ClaimedByMeFilter = _user_filter("claimed by me", "claimed", _claimed_by_me)
-OverdueFilter = _user_filter("overdue", "overdue", _overdue)
-
-
 @admin.register(PendingApproval)
 class PendingApprovalAdmin(ReadOnlyAdmin):
-    # Five columns, the workflow under the question: the list fits 1,280 px beside the
+    # Six columns, the workflow under the question: the list fits 1,280 px beside the
     # admin's navigation and the filters, with no column scrolled out of sight.
-    list_display = ["question", "for_whom", "asked", "due", "progress"]
+    list_display = ["question", "priority_badge", "for_whom", "asked", "due", "progress"]
     list_display_links = ["question"]
-    list_filter = [WorkflowFilter, AssignedToMeFilter, ClaimedByMeFilter, OverdueFilter]
-    search_fields = ["message", "payload"]
-    ordering = ["created_at"]  # oldest first: who waited longest
+    list_filter = [InboxViewFilter, WorkflowFilter]
+    search_fields = ["message", "workflow_name", "payload"]  # searched by inbox.search
+    ordering = INBOX_ORDER  # urgent first, then the soonest due, then who waited longest
     list_select_related = ["claimed_by"]
     list_per_page = 50
-    show_full_result_count = False  # one count per page, not two, on a large inbox
+    # One count per page, not two, and stopped at HITL["INBOX_COUNT_LIMIT"] rows: on a
+    # million pending questions counting them all would cost more than the page.
+    show_full_result_count = False
+    paginator = CappedPaginator
+    show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan each
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "approvals/decision.html"
     change_list_template = "approvals/change_list.html"  # says why the list is empty
@@ -110,9 +96,12 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         if not self.has_view_permission(request):
             return self._permission_needed(request)
-        return super().changelist_view(
-            request, {"title": "Pending approvals", **(extra_context or {})}
-        )
+        context = {
+            "title": "Pending approvals",
+            "inbox_views": view_tabs(request),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, context)
 
     def _permission_needed(self, request: HttpRequest) -> HttpResponse:
         """What it takes to see the inbox and who can give it, in the admin's layout."""
@@ -145,17 +134,29 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             .annotate(n=Count("pk"))
             .values("n")
         )
+        view = request.GET.get(InboxViewFilter.parameter_name)
         # The list never shows the wide JSON columns; leaving them out keeps sorts small.
         return (
-            inbox(request.user)
+            waiting_for(
+                request.user, view if view in VIEWS else None, PendingApproval.objects.all()
+            )
             .defer("payload", "response_schema", "response")
             .annotate(decided=Coalesce(Subquery(decided), 0))
         )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        return search(queryset, search_term), False  # no duplicates: no join is added
 
     # -- columns ---------------------------------------------------------------------------
     @admin.display(description="what is asked")
     def question(self, obj: Interrupt) -> str:
         return question_cell(obj, obj.workflow_name)
+
+    @admin.display(description="priority", ordering="priority_rank")
+    def priority_badge(self, obj: Interrupt) -> str:
+        return display.priority_badge(obj.priority)
 
     @admin.display(description="for whom")
     def for_whom(self, obj: Interrupt) -> str:
@@ -170,12 +171,15 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     def asked(self, obj: Interrupt) -> str:
         return f"{display.waited(obj.created_at)} ago"
 
-    @admin.display(description="due", ordering="deadline")
+    # The due date (a target) above the deadline (when the timeout policy applies).
+    @admin.display(description="due", ordering=F("due_at").asc(nulls_last=True))
     def due(self, obj: Interrupt) -> str:
+        target = display.due_badge(obj.due_at)
         if obj.deadline is None:
-            return display.countdown(None)
+            return format_html("{}{}", target, display.countdown(None))
         return format_html(
-            "{}<br><small>then {}</small>",
+            "{}deadline {}<br><small>then {}</small>",
+            target,
             display.countdown(obj.deadline),
             display.timeout_summary(display.in_declared_order(obj).on_timeout),
         )
@@ -326,7 +330,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         return HttpResponseRedirect(self._next_url(request, interrupt))
 
     def _next_url(self, request: HttpRequest, current: Interrupt) -> str:
-        following = self.get_queryset(request).exclude(pk=current.pk).order_by("created_at")
+        following = self.get_queryset(request).exclude(pk=current.pk)
         next_id = following.values_list("pk", flat=True).first()
         if next_id is None:
             return reverse("admin:approvals_pendingapproval_changelist")

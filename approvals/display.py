@@ -191,6 +191,26 @@ def countdown(deadline: datetime | None) -> SafeString:
     )
 
 
+def priority_badge(priority: str) -> SafeString:
+    """The priority as a coloured badge (the colour is a hint: the word is always there)."""
+    return format_html('<span class="hitl-priority hitl-priority-{}">{}</span>', priority, priority)
+
+
+def due_badge(due_at: datetime | None) -> SafeString:
+    """The due date (a target, not the deadline): "due in 3 hours", or "overdue by 2 hours"
+    in red; nothing when there is none."""
+    if due_at is None:
+        return mark_safe("")
+    now = timezone.now()
+    if due_at > now:
+        text, overdue = f"due in {timeuntil(due_at, now, depth=1)}", ""
+    else:
+        text, overdue = f"overdue by {timesince(due_at, now, depth=1)}", " overdue"
+    return format_html(
+        '<time class="hitl-due{}" datetime="{}">{}</time><br>', overdue, due_at.isoformat(), text
+    )
+
+
 def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:
     """What happens (or happened) when the deadline passes; `brief` for a list cell."""
     if on_timeout is None:

@@ -7,9 +7,8 @@ from typing import Any, cast
 from django.db import models
 from django.db.models import QuerySet
 
-from workflows.engine.status import InterruptStatus
 from workflows.models import Interrupt, PasskeyCredential
-from workflows.policy import answer_policy
+from workflows.people.inbox import waiting_for
 
 
 class PendingApproval(Interrupt):
@@ -31,10 +30,9 @@ class Passkey(PasskeyCredential):
 
 
 def inbox(user: Any) -> QuerySet[PendingApproval]:
-    """Pending interrupts `user` may answer and has not decided on yet."""
-    pending = PendingApproval.objects.filter(status=InterruptStatus.PENDING)
-    answerable = answer_policy().answerable(user, pending)  # of the model it is given
-    return cast("QuerySet[PendingApproval]", answerable.exclude(decisions__actor=user.pk))
+    """Pending interrupts `user` may answer and has not decided on yet, in the inbox's
+    order (workflows.people.inbox)."""
+    return cast("QuerySet[PendingApproval]", waiting_for(user, None, PendingApproval.objects.all()))
 
 
 class SlackMessage(models.Model):

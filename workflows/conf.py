@@ -56,6 +56,11 @@ DEFAULTS: dict[str, Any] = {
     # Who may answer an interrupt: dotted path of a policy class with
     # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
+    # The inbox (DESIGN 4.3): a question is "due soon" when its due date is less than this
+    # many seconds away; the counts on the admin index and the inbox's page count stop at
+    # this many rows ("1,000+"), so they cost the same on a table of any size.
+    "DUE_SOON_SECONDS": 4 * 3600,
+    "INBOX_COUNT_LIMIT": 1000,
     # Who is told when a question opens, is reminded, escalated, delegated or decided:
     # dotted paths of notifier classes (see workflows/people/notifications.py), each
     # called from a Celery task after the commit, retried with a backoff.

@@ -18,6 +18,8 @@ from .querysets import ANSWERED_STATUSES, OPEN_STATUSES, InvocationQuerySet
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
 INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
 PRIORITY_CHOICES = [(p, p.title()) for p in PRIORITIES]
+# The inbox sorts on a number, urgent (0) first: a column an index orders, unlike the name.
+PRIORITY_RANKS = {priority: rank for rank, priority in enumerate(reversed(PRIORITIES))}
 
 
 class Session(models.Model):
@@ -187,6 +189,14 @@ class Interrupt(models.Model):
     # `escalation_step` how many steps the sweep applied, `next_escalation_at` when the
     # next one is due (null: none left).
     priority = models.CharField(max_length=8, choices=PRIORITY_CHOICES, default=DEFAULT_PRIORITY)
+    priority_rank = models.GeneratedField(
+        expression=models.Case(
+            *(models.When(priority=p, then=models.Value(r)) for p, r in PRIORITY_RANKS.items()),
+            default=models.Value(PRIORITY_RANKS[DEFAULT_PRIORITY]),
+        ),
+        output_field=models.PositiveSmallIntegerField(),
+        db_persist=True,
+    )
     due_at = models.DateTimeField(null=True, blank=True)
     due_seconds = models.FloatField(null=True, blank=True)
     escalation = models.JSONField(default=list, blank=True)
@@ -215,6 +225,20 @@ class Interrupt(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),
             models.Index(fields=["invocation", "status"], name="hitl_interrupt_invocation"),
+            # The inbox's order (workflows.people.inbox.INBOX_ORDER): its first page is
+            # read from the index, whatever the number of pending questions. (An ascending
+            # index keeps NULLs last on PostgreSQL, as the order does; SQLite cannot say
+            # NULLS LAST in an index and sorts the due dates of the rows it reads.)
+            models.Index(
+                fields=["priority_rank", "due_at", "created_at", "id"],
+                name="hitl_interrupt_inbox_order",
+                condition=Q(status=InterruptStatus.PENDING),
+            ),
+            models.Index(
+                fields=["due_at"],
+                name="hitl_interrupt_due",
+                condition=Q(status=InterruptStatus.PENDING, due_at__isnull=False),
+            ),
             models.Index(
                 fields=["deadline"],
                 name="hitl_interrupt_deadline",

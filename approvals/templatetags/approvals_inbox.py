@@ -1,18 +1,18 @@
-"""`{% pending_approvals_count request.user as count %}`: how many questions wait for this
-user (None when they may not answer any)."""
+"""`{% inbox_view_links request.user as links %}`: the inbox views with how many questions
+wait for this user in each (None when they may not answer any), counted in one query."""
 
 from typing import Any
 
 from django import template
 
-from approvals.models import inbox
+from approvals.inbox_views import ViewLink, view_links
 from workflows.policy import ANSWER_PERMISSION
 
 register = template.Library()
 
 
 @register.simple_tag
-def pending_approvals_count(user: Any) -> int | None:
+def inbox_view_links(user: Any) -> list[ViewLink] | None:
     if not user.has_perm(ANSWER_PERMISSION):
         return None
-    return inbox(user).count()
+    return view_links(user, counted=True)

@@ -75,23 +75,25 @@ def test_filters_search_and_ordering(login, approver):
     )
     second = ask(message="Hire a contractor", payload={"vendor": "Globex"})
     third = ask(message="Buy laptops", payload={"vendor": "Initech"}, timeout=timedelta(hours=1))
-    Interrupt.objects.filter(pk=third.pk).update(deadline=now - timedelta(minutes=5))
+    Interrupt.objects.filter(pk=third.pk).update(due_at=now - timedelta(minutes=5))
     services.claim(second.pk, actor=approver)
     services.claim(first.pk, actor=bob)
     client = login(approver)
-    assert listed(client.get(INBOX)) == [first.pk, second.pk, third.pk]  # oldest first
-    asked = 3  # the column's index in the sort parameter (the checkbox is 0)
+    # All of the same priority: the one past its due date first, then the oldest first.
+    assert listed(client.get(INBOX)) == [third.pk, first.pk, second.pk]
+    asked = 4  # the column's index in the sort parameter (the checkbox is 0)
     assert listed(client.get(INBOX, {"o": f"-{asked}"})) == [third.pk, second.pk, first.pk]
-    assert listed(client.get(INBOX, {"assigned": "yes"})) == [first.pk]
-    assert listed(client.get(INBOX, {"claimed": "yes"})) == [second.pk]
-    assert listed(client.get(INBOX, {"overdue": "yes"})) == [third.pk]
+    assert listed(client.get(INBOX, {"o": f"{asked}"})) == [first.pk, second.pk, third.pk]
+    assert listed(client.get(INBOX, {"view": "mine"})) == [first.pk]
+    assert listed(client.get(INBOX, {"view": "claimed"})) == [second.pk]
+    assert listed(client.get(INBOX, {"view": "overdue"})) == [third.pk]
     assert listed(client.get(INBOX, {"q": "globex"})) == [second.pk]
     assert listed(client.get(INBOX, {"q": "invoice"})) == [first.pk]
     assert listed(client.get(INBOX, {"workflow": "test_expense"})) == []
     assert listed(client.get(INBOX, {"workflow": "hitl_test_ask"})) == [
+        third.pk,
         first.pk,
         second.pk,
-        third.pk,
     ]
 
 
@@ -101,7 +103,7 @@ def test_an_empty_inbox_says_why(login, approver):
     assert "Nothing waits for your decision" in page and 'id="result_list"' not in page
     ask(message="Pay invoice 17", assignees=["user:alice"])
     assert "Pay invoice 17" in client.get(INBOX).content.decode()
-    for filtered in ({"overdue": "yes"}, {"q": "no such words"}):
+    for filtered in ({"view": "overdue"}, {"q": "no such words"}):
         page = client.get(INBOX, filtered).content.decode()
         assert "matches this search or these filters" in page, filtered
         assert "Show every question waiting for you" in page

@@ -1,12 +1,17 @@
-"""Helpers of the delegation tests: people, a delegation in force, and the window times."""
+"""Helpers of the people-layer tests: people, a delegation in force and its window times,
+and the inbox views' scene (one question in each view for alice, and some she never sees)."""
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from tests.asking import ask
 from tests.factories import ApproverFactory
 from workflows import services
+from workflows.models import Delegation, Interrupt
 
 
 def window(start_hours: float = -1, end_hours: float = 24):
@@ -39,3 +44,54 @@ def ada(db):
 @pytest.fixture
 def bob(db):
     return ApproverFactory(username="bob", first_name="Bob")
+
+
+@dataclass
+class Scene:
+    alice: object
+    mine: Interrupt
+    groups: Interrupt
+    claimed: Interrupt
+    delegated: Interrupt
+    overdue: Interrupt
+    due_soon: Interrupt
+    later: Interrupt  # due in two days: in no view but the whole inbox
+    unseen: Interrupt  # assigned to bob alone
+
+    def ids(self, *names: str) -> list[str]:
+        return [getattr(self, name).pk for name in names]
+
+
+def set_due(interrupt: Interrupt, delta: timedelta) -> None:
+    Interrupt.objects.filter(pk=interrupt.pk).update(due_at=timezone.now() + delta)
+
+
+@pytest.fixture
+def scene(db) -> Scene:
+    alice = ApproverFactory(username="alice")
+    dora = ApproverFactory(username="dora")
+    ApproverFactory(username="bob")
+    Group.objects.create(name="finance").user_set.add(alice)
+    now = timezone.now()
+    Delegation.objects.create(
+        delegator=dora,
+        delegate=alice,
+        starts_at=now - timedelta(hours=1),
+        ends_at=now + timedelta(days=1),
+    )
+    built = Scene(
+        alice=alice,
+        mine=ask(message="For alice", assignees=["user:alice"]),
+        groups=ask(message="For finance", assignees=["group:finance"]),
+        claimed=ask(message="Claimed by alice"),
+        delegated=ask(message="For dora, away", assignees=["user:dora"]),
+        overdue=ask(message="Overdue one"),
+        due_soon=ask(message="Due within the hour"),
+        later=ask(message="Due in two days"),
+        unseen=ask(message="For bob", assignees=["user:bob"]),
+    )
+    services.claim(built.claimed.pk, actor=alice)
+    set_due(built.overdue, -timedelta(minutes=5))
+    set_due(built.due_soon, timedelta(minutes=50))
+    set_due(built.later, timedelta(days=2))
+    return built

@@ -13,7 +13,8 @@ from django_filters import rest_framework as filters
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
-from ..models import Interrupt, Invocation
+from ..models import PRIORITY_CHOICES, Interrupt, Invocation
+from ..people.inbox import VIEWS
 
 ID_RANGE = {"min_value": -(2**63), "max_value": 2**63 - 1}
 EARLIEST = datetime.datetime.min.replace(tzinfo=datetime.UTC)
@@ -68,7 +69,27 @@ class InvocationFilter(filters.FilterSet):
         fields = ["status", "workflow", "started_by", "created_after", "created_before"]
 
 
+class InboxViewFilter(filters.ChoiceFilter):
+    """`view`: one of the inbox views (DESIGN 4.3). Documented and checked here; applied by
+    the view's queryset (workflows.people.inbox.waiting_for), as "delegated" reaches
+    questions the answer rule alone does not give."""
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        return qs
+
+
 class InterruptFilter(filters.FilterSet):
+    view = InboxViewFilter(
+        choices=list(VIEWS.items()),
+        label="Inbox view: pending questions waiting for you, " + ", ".join(VIEWS),
+    )
+    priority = filters.ChoiceFilter(
+        choices=PRIORITY_CHOICES,
+        error_messages={
+            "invalid_choice": "%(value)s is not a priority: one of "
+            + ", ".join(value for value, _ in PRIORITY_CHOICES)
+        },
+    )
     workflow = filters.CharFilter(field_name="workflow_name")
     invocation = filters.UUIDFilter(field_name="invocation_id")
     claimed_by = UserIdFilter(field_name="claimed_by_id")
@@ -78,7 +99,9 @@ class InterruptFilter(filters.FilterSet):
     class Meta:
         model = Interrupt
         fields = [
+            "view",
             "status",
+            "priority",
             "workflow",
             "invocation",
             "claimed_by",

@@ -3,11 +3,14 @@
 400, not silently the default."""
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ..people.inbox import CappedPaginator
 
 PAGE_SIZE = "page_size"  # the query parameter
 _SMALL_NUMBER = re.compile(r"[0-9]{1,9}")
@@ -39,6 +42,29 @@ class StrictPageSize:
 class PagePagination(StrictPageSize, PageNumberPagination):
     page_size = 50
     max_page_size = 500
+
+
+class InboxPagination(PagePagination):
+    """The interrupts: counted up to HITL["INBOX_COUNT_LIMIT"] + 1 rows, so a page costs
+    the same on a million pending questions as on a thousand. `count_capped` says when the
+    count stopped there (there are more; filter to narrow them)."""
+
+    django_paginator_class = CappedPaginator
+
+    def get_paginated_response(self, data: Any) -> Response:
+        response = super().get_paginated_response(data)
+        assert self.page is not None  # a page is answered after paginating
+        paginator = cast(CappedPaginator, self.page.paginator)
+        response.data["count_capped"] = paginator.capped
+        return response
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        paginated = super().get_paginated_response_schema(schema)
+        paginated["properties"]["count_capped"] = {
+            "type": "boolean",
+            "description": "True when the count stopped at HITL['INBOX_COUNT_LIMIT'] + 1 rows",
+        }
+        return paginated
 
 
 class EventCursorPagination(StrictPageSize, CursorPagination):

@@ -79,6 +79,8 @@ class InterruptSummarySerializer(serializers.ModelSerializer):
             "require_signature",
             "claimed_by",
             "claimed_at",
+            "priority",
+            "due_at",
             "deadline",
             "created_at",
             "resolved_by",

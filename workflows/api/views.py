@@ -16,7 +16,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.request import Request
@@ -29,11 +29,12 @@ from ..engine.status import InterruptStatus
 from ..engine.values import is_possible_id
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
+from ..people.inbox import INBOX_ORDER, UnknownViewError, waiting_for
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
 from .idempotency import idempotent, start_key
-from .pagination import EventCursorPagination, PagePagination
+from .pagination import EventCursorPagination, InboxPagination, PagePagination
 from .permissions import (
     CanAnswerInterrupt,
     CanControlInvocation,
@@ -295,7 +296,8 @@ ANSWERING_ACTIONS = {"decisions", "challenge", "claim"}
 
 @extend_schema_view(
     list=extend_schema(
-        summary="The inbox: interrupts you may answer (filter status=pending for open ones)",
+        summary="The inbox: interrupts you may answer (filter status=pending for open ones, "
+        "or view=... for one inbox view), urgent first, then the soonest due, then the oldest",
         responses={200: InterruptSummarySerializer(many=True), **errors(*LIST_ERRORS)},
     ),
     retrieve=extend_schema(
@@ -312,6 +314,7 @@ class InterruptViewSet(
 ):
     queryset = Interrupt.objects.all()
     serializer_class = InterruptSummarySerializer
+    pagination_class = InboxPagination
     filter_backends = [DjangoFilterBackend]
     filterset_class = InterruptFilter
     lookup_value_regex = "[^/]+"
@@ -322,9 +325,16 @@ class InterruptViewSet(
         queryset = super().get_queryset()
         if self.action in INTERRUPT_ACTIONS:
             return queryset.select_related("invocation")
-        if self.action == "list":  # the wide JSON columns are for the detail
-            queryset = queryset.defer(*LIST_DEFERRED)
-        return answerable_interrupts(self.request.user, queryset)
+        if self.action != "list":
+            return answerable_interrupts(self.request.user, queryset)
+        queryset = queryset.defer(*LIST_DEFERRED)  # the wide JSON columns are for the detail
+        view = self.request.query_params.get("view")
+        if view is None:
+            return answerable_interrupts(self.request.user, queryset).order_by(*INBOX_ORDER)
+        try:
+            return waiting_for(self.request.user, view, queryset)
+        except UnknownViewError as exc:
+            raise ValidationError({"view": str(exc)}) from exc
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
         if self.action == "list":

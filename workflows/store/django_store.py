@@ -49,6 +49,7 @@ from .rows import (
     NODE_RUN_COLUMNS,
     checkpoint_from,
     event_from_row,
+    inserted_fields,
     interrupt_insert_values,
     interrupt_record,
     loads,
@@ -262,7 +263,7 @@ class DjangoStore(AgentActions):
         id held already (by any node run), and the transaction then writes nothing."""
         connection = connections[self.using]
         # A concrete field always has a column (the stubs allow None for other fields).
-        columns = [cast(str, f.column) for f in Interrupt._meta.concrete_fields]
+        columns = [cast(str, f.column) for f in inserted_fields(Interrupt)]
         inserted: set[str] = set()
         parts = sql.parts(records, len(columns))
         checked: list[Checked] = []
