@@ -89,7 +89,7 @@ def test_delegated_only_inside_the_window_and_the_workflows(scene, admin, api):
     delegation.workflows = [scene.delegated.workflow_name]
     delegation.save()
     assert api_ids(api, view="delegated") == scene.ids("delegated")
-    Delegation.objects.update(ended_at=timezone.now())
+    services.end_delegation(delegation, actor=None)
     assert api_ids(api, view="delegated") == []
     Delegation.objects.update(
         ended_at=None,
