@@ -37,7 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.capacity_model import Costs, model_line, plan_rows, write_svg  # noqa: E402
+from bench.capacity_model import (  # noqa: E402
+    Costs,
+    model_line,
+    model_summary,
+    plan_rows,
+    report_tables,
+    write_svg,
+)
 from bench.capacity_servers import (  # noqa: E402
     ProcessCpu,
     private_postgres,
@@ -224,10 +231,13 @@ def costs_of(path: str, count: int, postgres_cpu: ProcessCpu, redis: str) -> dic
     return result
 
 
-def throughput(workers: int, count: int, keep_connections: bool) -> dict[str, float]:
+def throughput(
+    workers: int, count: int, keep_connections: bool, postgres_cpu: ProcessCpu, redis: str
+) -> dict[str, float]:
     """Completed invocations per second of the auto path with `workers` worker processes,
     invocations created first, then one run message each published at once (as
-    bench/compare/scale.py does)."""
+    bench/compare/scale.py does); and the cores the workers, PostgreSQL and Redis used
+    meanwhile (on a machine shared with other work, fewer than it has)."""
     from bench.compare.scale import celery_workers
     from workflows.models import Invocation, Session
     from workflows.registry import registry
@@ -236,7 +246,7 @@ def throughput(workers: int, count: int, keep_connections: bool) -> dict[str, fl
     worker_env(keep_connections)
     definition = registry.get("expense_approval")
     label = f"capacity-{workers}-{'kept' if keep_connections else 'per-task'}"
-    with celery_workers(workers, label):
+    with celery_workers(workers, label) as processes:
         session = Session.objects.create()
         invocations = Invocation.objects.bulk_create(
             Invocation(
@@ -248,11 +258,20 @@ def throughput(workers: int, count: int, keep_connections: bool) -> dict[str, fl
             for _ in range(count)
         )
         ids = [str(i.pk) for i in invocations]
+        worker_cpu = ProcessCpu(p.pid for p in processes)
+        cpu_before = worker_cpu.ms() + postgres_cpu.ms() + redis_cpu_ms(redis)
         begin = time.perf_counter()
         for invocation_id in ids:
             run_invocation.apply_async(args=[invocation_id])
         done = Driver().wait_until(ids, "COMPLETED")
-    return {"invocations": count, "seconds": done - begin, "per_second": count / (done - begin)}
+        cpu_ms = worker_cpu.ms() + postgres_cpu.ms() + redis_cpu_ms(redis) - cpu_before
+    seconds = done - begin
+    return {
+        "invocations": count,
+        "seconds": seconds,
+        "per_second": count / seconds,
+        "cores_used": cpu_ms / 1000 / seconds,
+    }
 
 
 def commit_latency_ms(samples: int = 200) -> float:
@@ -294,17 +313,13 @@ def run(args: argparse.Namespace, pg: str, redis: str, postgres_cpu: ProcessCpu)
     for _round in range(args.rounds):
         for workers in args.workers:
             for key, keep in (("kept", True), ("per_task", False)):
-                measured = throughput(workers, args.throughput_invocations, keep)
+                measured = throughput(
+                    workers, args.throughput_invocations, keep, postgres_cpu, redis
+                )
                 results["throughput"][key].setdefault(str(workers), []).append(measured)
                 print(f"{workers} workers, {key}: {measured['per_second']:.1f}/s", file=sys.stderr)
     results["load_average_end"] = os.getloadavg()
     return results
-
-
-def report(results: dict[str, Any]) -> str:
-    from bench.capacity_model import report_tables
-
-    return report_tables(results)
 
 
 def main() -> int:
@@ -332,7 +347,9 @@ def main() -> int:
         print(f"results: {saved}", file=sys.stderr)
     costs = Costs.from_results(results)
     write_svg(results, model_line(costs, max(int(w) for w in results["throughput"]["kept"])))
-    print(report(results))
+    print(report_tables(results))
+    print()
+    print(model_summary(costs))
     print()
     print(plan_rows(costs))
     return 0

@@ -36,35 +36,40 @@ def _median_rate(runs: list[dict[str, float]]) -> float:
 
 @dataclass(frozen=True)
 class Costs:
-    per_invocation: dict[str, float]  # the path the plan is for: asking a manager
+    manager: dict[str, float]  # the path the plan is for: asking a manager
     auto: dict[str, float]  # the path the throughput runs take
-    one_worker_per_second: float  # measured, connections kept
+    round_trip_ms: float  # a small write transaction from the bench: round trip and flush
     cores: int
 
     @classmethod
     def from_results(cls, results: dict[str, Any]) -> Costs:
-        kept = results["throughput"]["kept"]
         return cls(
-            per_invocation=results["costs"]["manager"],
+            manager=results["costs"]["manager"],
             auto=results["costs"]["auto"],
-            one_worker_per_second=_median_rate(kept["1"]),
+            round_trip_ms=results["commit_latency_ms"],
             cores=int(results["machine"].split("cores: ")[1].split()[0]),
         )
 
-    @property
-    def auto_cpu_ms(self) -> float:
-        """CPU of every process an auto-path invocation needs here (worker, PostgreSQL,
-        Redis): what bounds throughput once the cores are busy."""
-        return sum(self.auto[k] for k in ("worker_cpu_ms", "postgres_cpu_ms", "redis_cpu_ms"))
+    @staticmethod
+    def cpu_ms(path: dict[str, float]) -> float:
+        """CPU of every process an invocation of `path` needs in the back end (worker,
+        PostgreSQL, Redis): what bounds throughput once the cores are busy."""
+        return sum(path[k] for k in ("worker_cpu_ms", "postgres_cpu_ms", "redis_cpu_ms"))
+
+    def serial_ms(self, path: dict[str, float]) -> float:
+        """One worker process's time per invocation of `path`: its CPU, the servers' CPU
+        it waits for, and a round trip per transaction."""
+        return self.cpu_ms(path) + path["transactions"] * self.round_trip_ms
 
 
 def model_line(costs: Costs, max_workers: int) -> dict[float, float]:
-    """Completed invocations per second against worker processes: each worker adds one
-    worker's rate until the machine's cores are spent (cores x 1000 ms / CPU ms an
-    invocation costs in all processes)."""
-    ceiling = costs.cores * 1000 / costs.auto_cpu_ms
+    """Completed invocations per second of the auto path against worker processes: each
+    worker adds 1000 / serial_ms until the machine's cores are spent (cores x 1000 ms / the
+    CPU ms an invocation costs in all processes)."""
+    per_worker = 1000 / costs.serial_ms(costs.auto)
+    ceiling = costs.cores * 1000 / costs.cpu_ms(costs.auto)
     steps = [i / 4 for i in range(4, 4 * max_workers + 1)]
-    return {n: min(n * costs.one_worker_per_second, ceiling) for n in steps}
+    return {n: min(n * per_worker, ceiling) for n in steps}
 
 
 def _markdown(headers: list[str], rows: list[list[str]]) -> str:
@@ -104,6 +109,7 @@ def report_tables(results: dict[str, Any]) -> str:
                 f"{_median_rate(per_task):.1f}",
                 " / ".join(f"{r['per_second']:.1f}" for r in per_task),
                 f"{_median_rate(kept) / _median_rate(per_task):.2f}",
+                f"{statistics.median(r.get('cores_used', float('nan')) for r in kept):.2f}",
             ]
         )
     lines.append(
@@ -115,20 +121,35 @@ def report_tables(results: dict[str, Any]) -> str:
                 "new per task",
                 "rounds",
                 "kept / new",
+                "cores used (kept)",
             ],
             table,
         )
     )
-    lines += ["", f"Load average at start {results['load_average_start']}, "]
-    lines[-1] += f"at end {results['load_average_end']}."
+    start, end = (
+        " / ".join(f"{v:.1f}" for v in results[key])
+        for key in ("load_average_start", "load_average_end")
+    )
+    lines += ["", f"Load average (1 / 5 / 15 min) at start {start}, at end {end}."]
     return "\n".join(lines)
 
 
+def model_summary(costs: Costs) -> str:
+    auto = costs.auto
+    return (
+        f"Model (auto path): one worker {costs.serial_ms(auto):.1f} ms per invocation "
+        f"({1000 / costs.serial_ms(auto):.0f}/s), CPU of all processes "
+        f"{costs.cpu_ms(auto):.1f} ms, so {costs.cores} cores cap it at "
+        f"{costs.cores * 1000 / costs.cpu_ms(auto):.0f}/s. Asking a manager: "
+        f"{costs.serial_ms(costs.manager):.1f} ms of a worker, "
+        f"{costs.cpu_ms(costs.manager):.1f} ms of CPU."
+    )
+
+
 def plan_rows(costs: Costs) -> str:
-    """What a deployment needs at each of RATES, from the per-invocation costs (the path
-    that asks a manager) and one worker's rate here."""
-    c = costs.per_invocation
-    worker_ms = 1000 / costs.one_worker_per_second  # one worker's time per invocation here
+    """What a deployment needs at each of RATES, from the per-invocation costs of the path
+    that asks a manager."""
+    c = costs.manager
     rows = []
     for rate in RATES:
         rows.append(
@@ -138,9 +159,10 @@ def plan_rows(costs: Costs) -> str:
                 f"{rate * c['wal_bytes_lsn'] / 1e6:,.1f}",
                 f"{rate * c['stored_bytes'] * 86400 / 1e9:,.0f}",
                 f"{rate * c['postgres_cpu_ms'] / 1000:,.1f}",
-                f"{rate * worker_ms / 1000:,.0f}",
+                f"{rate * costs.serial_ms(c) / 1000:,.0f}",
                 f"{rate * c['worker_cpu_ms'] / 1000:,.1f}",
                 f"{rate * c['broker_messages']:,.0f}",
+                f"{rate * c['redis_commands']:,.0f}",
                 f"{rate * c['redis_cpu_ms'] / 1000:,.2f}",
                 f"{rate * c['web_cpu_ms'] / 1000:,.1f}",
             ]
@@ -155,6 +177,7 @@ def plan_rows(costs: Costs) -> str:
             "worker processes",
             "worker cores",
             "broker messages / s",
+            "Redis commands / s",
             "Redis cores",
             "web cores",
         ],
@@ -170,8 +193,11 @@ COLOURS = {"kept": "#1f77b4", "per_task": "#d62728", "model": "#555555"}
 
 
 def _nice_top(value: float) -> float:
-    step = 10 ** max(0, len(str(int(value))) - 1)
-    return (int(value / step) + 1) * step
+    """The smallest of 1, 2 or 5 x a power of ten, times 5 (five grid steps), above value."""
+    step = 1.0
+    while step * 5 < value:
+        step *= 2 if str(step).startswith(("1", "5")) else 2.5
+    return step * 5
 
 
 def write_svg(
@@ -238,11 +264,12 @@ def write_svg(
                     f'<rect x="{x(n) - 4.5:.1f}" y="{y(v) - 4.5:.1f}" width="9" height="9" '
                     f'fill="{COLOURS[key]}"/>'
                 )
+            label_y = y(v) - 8 if key == "kept" else y(v) + 16
             parts.append(
-                f'<text x="{x(n) + 8:.1f}" y="{y(v) - 6:.1f}" fill="{COLOURS[key]}">{v:.0f}</text>'
+                f'<text x="{x(n) + 8:.1f}" y="{label_y:.1f}" fill="{COLOURS[key]}">{v:.0f}</text>'
             )
     legend = [
-        ("model", "model: n x one worker's rate, capped by cores / CPU per invocation"),
+        ("model", "model from the costs: n / one worker's time, capped by cores / CPU"),
         ("kept", "measured, connections kept (default)"),
         ("per_task", "measured, a new connection per task (WORKER_CONN_MAX_AGE=0)"),
     ]
