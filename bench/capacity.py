@@ -190,12 +190,14 @@ def worker_env(keep_connections: bool) -> None:
     os.environ["HITL_BENCH_WORKER_CONN_MAX_AGE"] = "" if keep_connections else "0"
 
 
-def costs_of(path: str, count: int, postgres_cpu: ProcessCpu, redis: str) -> dict[str, float]:
+def costs_of(
+    path: str, count: int, postgres_cpu: ProcessCpu, redis: str, keep_connections: bool = True
+) -> dict[str, float]:
     """Run `count` invocations of `path` ("auto" or "manager") through one worker; the
     cost of each: counters' deltas divided by `count`."""
     from bench.compare.scale import celery_workers
 
-    worker_env(keep_connections=True)
+    worker_env(keep_connections)
     driver = Driver()
     inputs = AUTO_INPUT if path == "auto" else MANAGER_INPUT
     with celery_workers(1, f"capacity-{path}") as processes:
@@ -310,6 +312,11 @@ def run(args: argparse.Namespace, pg: str, redis: str, postgres_cpu: ProcessCpu)
     for path in ("auto", "manager"):
         results["costs"][path] = costs_of(path, args.invocations, postgres_cpu, redis)
         print(f"costs of the {path} path measured", file=sys.stderr)
+    # What Celery's new connection per task adds (CPU time: steadier than throughput on a
+    # shared machine).
+    results["costs"]["auto_per_task"] = costs_of(
+        "auto", args.invocations, postgres_cpu, redis, keep_connections=False
+    )
     results["throughput"] = {"kept": {}, "per_task": {}}
     for _round in range(args.rounds):
         for workers in args.workers:

@@ -30,6 +30,13 @@ COST_ROWS = [
 ]
 
 
+COLUMN_NAMES = {
+    "auto": "approved without asking",
+    "manager": "asking a manager",
+    "auto_per_task": "approved without asking, new connection per task",
+}
+
+
 def _median_rate(runs: list[dict[str, float]]) -> float:
     return statistics.median(r["per_second"] for r in runs)
 
@@ -80,17 +87,15 @@ def _markdown(headers: list[str], rows: list[list[str]]) -> str:
 
 def report_tables(results: dict[str, Any]) -> str:
     costs = results["costs"]
-    rows = [
-        [label, fmt.format(costs["auto"][key]), fmt.format(costs["manager"][key])]
-        for key, label, fmt in COST_ROWS
-    ]
+    columns = [c for c in ("auto", "manager", "auto_per_task") if c in costs]
+    rows = [[label, *(fmt.format(costs[c][key]) for c in columns)] for key, label, fmt in COST_ROWS]
     lines = [
         results["machine"],
         "",
         f"Per completed `expense_approval` invocation ({costs['auto']['invocations']:.0f} of "
-        "each path, one `celery worker -P solo`, connections kept):",
+        "each path, one `celery worker -P solo`, connections kept unless the column says):",
         "",
-        _markdown(["cost", "approved without asking", "asking a manager"], rows),
+        _markdown(["cost", *(COLUMN_NAMES[c] for c in columns)], rows),
         "",
         f"A bare BEGIN; INSERT; COMMIT from the bench: {results['commit_latency_ms']:.2f} ms.",
         "",
