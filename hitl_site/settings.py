@@ -107,7 +107,10 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
     _db = dj_database_url.parse(DATABASE_URL)
     if _db["ENGINE"] == "django.db.backends.postgresql":
+        # Web and worker processes keep a connection for a minute, pinged before reuse (a
+        # worker would do both by itself: HITL["WORKER_CONN_MAX_AGE"], docs/deployment.md).
         _db["CONN_MAX_AGE"] = 60
+        _db["CONN_HEALTH_CHECKS"] = True
     DATABASES = {"default": _db}
 else:
     DATABASES = {

@@ -10,7 +10,7 @@ class WorkflowsConfig(AppConfig):
         # checks registers the system checks when imported; task_mode connects Celery's
         # worker_init guard.
         # grants connects the audit trail's receiver of grant actions.
-        from . import checks, grants, heartbeat, log, task_mode, webhooks  # noqa: F401
+        from . import checks, grants, heartbeat, log, task_mode, webhooks, worker_connections  # noqa: F401
         from .conf import hitl_settings
         from .people import notifications
         from .registry import registry
@@ -21,3 +21,4 @@ class WorkflowsConfig(AppConfig):
         heartbeat.connect()  # Celery worker and beat heartbeats, for hitl_status
         task_mode.connect()  # a worker that could receive no task refuses to start
         log.connect()  # the invocation id on a worker's log records
+        worker_connections.connect()  # a worker keeps its database connections

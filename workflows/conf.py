@@ -24,6 +24,11 @@ DEFAULTS: dict[str, Any] = {
     # max_prepared_statements set, and a worker must restart after a migration changes
     # the tables. See docs/performance.md for what it saves.
     "POSTGRES_PREPARED_STATEMENTS": False,
+    # Seconds a Celery worker keeps a database connection between tasks when the
+    # database's CONN_MAX_AGE is Django's default 0 (a kept connection is pinged before
+    # each task's first query; see workflows/worker_connections.py). 0: Celery's default,
+    # a new connection for every task, several times slower on PostgreSQL.
+    "WORKER_CONN_MAX_AGE": 60,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
     "STALLED_AFTER_SECONDS": 30,
     # Largest answer accepted, in bytes of its JSON (larger: PayloadTooLargeError).

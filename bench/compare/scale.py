@@ -243,9 +243,9 @@ def worker_command(index: int) -> list[str]:
 
 
 @contextmanager
-def celery_workers(count: int, label: str) -> Iterator[None]:
+def celery_workers(count: int, label: str) -> Iterator[list[subprocess.Popen[bytes]]]:
     """`count` worker processes on the bench's queue (purged first), ready (each has
-    written its heartbeat) when the block starts, stopped when it ends."""
+    written its heartbeat) when the block starts (yielded), stopped when it ends."""
     from hitl_site.celery import app
     from workflows.models import Heartbeat
 
@@ -268,7 +268,7 @@ def celery_workers(count: int, label: str) -> Iterator[None]:
             if time.monotonic() > deadline:
                 raise TimeoutError("workers not ready")
             time.sleep(0.2)
-        yield
+        yield workers
     finally:
         for worker in workers:
             worker.terminate()
@@ -402,12 +402,12 @@ def main() -> int:
     # Settings read the environment once: each phase in a process of its own.
     results: dict[str, Any] = {"load_average_start": os.getloadavg()}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    # Throughput twice: with Celery's default (a new database connection for every task)
-    # and with CELERY_DB_REUSE_MAX set (see bench/compare/settings.py). The end-to-end
-    # phase with Celery's default, as a project gets it.
-    runs = [("latency", "latency", "0"), ("throughput", "throughput", "0")]
-    runs += [("throughput", "throughput_reuse", "1000"), ("worker", "worker", "0")]
-    for phase, key, reuse in runs:
+    # Throughput twice: as a project gets it (the worker keeps its database connections)
+    # and with Celery's new connection for every task (HITL["WORKER_CONN_MAX_AGE"] = 0,
+    # see bench/compare/settings.py). The end-to-end phase as a project gets it.
+    runs = [("latency", "latency", ""), ("throughput", "throughput", "")]
+    runs += [("throughput", "throughput_per_task", "0"), ("worker", "worker", "")]
+    for phase, key, worker_conn_max_age in runs:
         if args.only and phase not in args.only:
             continue
         out = RESULTS / f"scale-{key}.json"
@@ -415,7 +415,8 @@ def main() -> int:
         command += ["--seed", str(args.seed), "--invocations", str(args.invocations)]
         command += ["--workers", *map(str, args.workers)]
         command += ["--throughput-invocations", str(args.throughput_invocations)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HITL_BENCH_DB_REUSE_MAX": reuse}
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env["HITL_BENCH_WORKER_CONN_MAX_AGE"] = worker_conn_max_age
         subprocess.run(command, cwd=ROOT, check=True, env=env)
         results[key] = json.loads(out.read_text())
     results["load_average_end"] = os.getloadavg()

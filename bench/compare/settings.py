@@ -5,7 +5,7 @@ harness measures the models as they are, whatever the state of the migration fil
 import os
 
 from hitl_site.settings import *  # noqa: F403
-from hitl_site.settings import LOGGING
+from hitl_site.settings import HITL, LOGGING
 
 
 class _NoMigrations:
@@ -21,6 +21,8 @@ MIGRATION_MODULES = _NoMigrations()
 # Celery's "Task ... succeeded" line per eager task is not part of what is compared.
 LOGGING = {**LOGGING, "loggers": {**LOGGING.get("loggers", {}), "celery": {"level": "WARNING"}}}
 
-# Celery's Django fixup closes the database connection before and after every task unless
-# CELERY_DB_REUSE_MAX is set; scale.py measures throughput both ways.
-CELERY_DB_REUSE_MAX = int(os.environ.get("HITL_BENCH_DB_REUSE_MAX", "0")) or None
+# A worker keeps its database connections between tasks (HITL["WORKER_CONN_MAX_AGE"]);
+# HITL_BENCH_WORKER_CONN_MAX_AGE=0 gives Celery's new connection per task back, so that
+# scale.py and capacity.py measure throughput both ways.
+if os.environ.get("HITL_BENCH_WORKER_CONN_MAX_AGE"):
+    HITL = {**HITL, "WORKER_CONN_MAX_AGE": float(os.environ["HITL_BENCH_WORKER_CONN_MAX_AGE"])}
