@@ -2,7 +2,7 @@
 retry, and the people's decisions and claims. Each change is one transaction
 (`transactions`); Celery work is enqueued on commit (`dispatch`); bad input raises a named
 error and changes nothing. The worker's side (execute, fail, the sweeps) lives in
-`worker` and is re-exported here."""
+`worker` and is re-exported here, as is the escalation sweep (`people.escalation`)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from .engine.transitions import (
 )
 from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
+from .people.escalation import escalate_interrupts
 from .policy import (
     CANCEL_PERMISSION,
     RETRY_PERMISSION,
@@ -58,6 +59,7 @@ __all__ = [
     "cancel",
     "claim",
     "decide",
+    "escalate_interrupts",
     "execute",
     "expire_overdue_interrupts",
     "fail",
