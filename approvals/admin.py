@@ -31,6 +31,7 @@ from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.expressions import HasAnyElement
 from workflows.models import Decision, Interrupt, NodeRun
+from workflows.people.ladder import ladder_summary
 from workflows.policy import (
     ANSWER_PERMISSION,
     REASSIGN_PERMISSION,
@@ -357,6 +358,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "media": self.media + form.media if form is not None else self.media,
             "due": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),
+            "ladder": ladder_summary(interrupt),
             "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
             "may_release": interrupt.claimed_by_id == request.user.pk
             or request.user.has_perm(REASSIGN_PERMISSION),

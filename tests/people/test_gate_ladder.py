@@ -63,8 +63,6 @@ def test_a_gates_question_has_the_priority_due_date_and_ladder_given(gated_workf
         ),
     ],
 )
-def test_a_gate_with_a_bad_priority_due_date_or_ladder_is_refused_where_declared(
-    options, message
-):
+def test_a_gate_with_a_bad_priority_due_date_or_ladder_is_refused_where_declared(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         approval_gate(message="Pay?", **options)

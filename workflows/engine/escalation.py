@@ -17,7 +17,7 @@ DEFAULT_PRIORITY = "normal"
 def check_priority(value: Any) -> str:
     if value not in PRIORITIES:
         raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, not {value!r}")
-    return value
+    return str(value)
 
 
 def check_delay(name: str, value: Any) -> timedelta:

@@ -41,17 +41,18 @@ def step_action(step: dict[str, Any]) -> str:
 
 
 def ladder_summary(interrupt: Interrupt, now: datetime | None = None) -> str:
-    """One line on where the question stands on its ladder ("" without one): the steps
-    applied so far, and while it is pending the next step, when and what."""
+    """One line on where the question stands on its escalation ladder ("" without one):
+    the steps applied so far, and while it is pending the next step, what and when:
+    "1 of 2 steps applied; next: hand over to group:directors, in 19 hours (...)"."""
     ladder = interrupt.escalation
     if not ladder:
         return ""
     applied = interrupt.escalation_step
-    summary = f"{applied} of {len(ladder)} escalation step{'s' if len(ladder) != 1 else ''} applied"
+    summary = f"{applied} of {len(ladder)} step{'s' if len(ladder) != 1 else ''} applied"
     if interrupt.status != "pending" or applied >= len(ladder):
         return summary + ("" if applied < len(ladder) else "; none left")
     due = interrupt.next_escalation_at or step_due_at(asked_at(interrupt), ladder[applied])
     now = now or timezone.now()
-    when = f"in {timeuntil(due, now)}" if due > now else "now (the next sweep)"
+    when = f"in {timeuntil(due, now, depth=1)}" if due > now else "now (the next sweep)"
     local = date_format(timezone.localtime(due), "DATETIME_FORMAT")
     return f"{summary}; next: {step_action(ladder[applied])}, {when} ({local})"
