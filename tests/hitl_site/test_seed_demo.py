@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.urls import reverse
+from django.utils import timezone
 
 from approvals.models import inbox
 from workflows.models import Decision, Interrupt, Invocation
@@ -53,10 +54,27 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     ]
     pending = Interrupt.objects.filter(status="pending")
     assert pending.count() == 14
-    # Everything pending is each approver's to answer (admin already approved Linus's
-    # finance question once, and the quorum needs a second person; nobody has voted on
-    # Katherine's yet, so approver and approver2 can make its quorum of two).
-    assert inbox(approver).count() == inbox(approver2).count() == 14
+    # Everything pending but Margaret's is each approver's to answer (admin already approved
+    # Linus's finance question once, and the quorum needs a second person; nobody has voted
+    # on Katherine's yet, so approver and approver2 can make its quorum of two). Margaret's
+    # question went up its ladder to the directors: the director login's alone.
+    assert inbox(approver).count() == inbox(approver2).count() == 13
+    director = users.get(username="director")
+    assert director.check_password("director") and not director.is_superuser
+    (escalated,) = inbox(director)
+    assert escalated.payload["employee"] == "Margaret"
+    assert (escalated.assignees, escalated.escalation_step) == (["group:directors"], 2)
+    ladders = {
+        q.payload["employee"]: (q.priority, q.escalation_step)
+        for q in pending.filter(path__contains="/manager_approval@")
+    }
+    assert ladders == {
+        "Ada": ("normal", 1),  # reminded
+        "Margaret": ("high", 2),  # reminded, then handed to the directors
+        "Linus": ("high", 0),
+        "Katherine": ("high", 0),
+    }
+    assert pending.filter(due_at__lt=timezone.now()).count() == 1  # Margaret's: overdue
     quorum = pending.filter(quorum=2).order_by("created_at")
     assert [q.decisions.count() for q in quorum] == [1, 0, 0]
     assert f"{Invocation.objects.count()} invocations; 14 questions wait" in printed

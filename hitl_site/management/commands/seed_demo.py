@@ -1,18 +1,21 @@
-"""Demo data for `make demo`: three logins and invocations of the demo workflows, some
-waiting for an answer, some answered, so the inbox and the monitor have something to show.
+"""Demo data for `make demo`: four logins and invocations of the demo workflows, some
+waiting for an answer, some answered, some escalated, so the inbox and the monitor have
+something to show.
 
 A command of the demo project, not of the reusable app: it creates users with known
 passwords, which no real project should get by installing `workflows`.
 """
 
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.db.models import F
 
-from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
+from hitl_site.workflows import DIRECTORS, EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
 from workflows import grants, services
 from workflows.models import Interrupt, Invocation
 
@@ -22,8 +25,18 @@ LOGINS = [
     ("approver", "approver", False),
     ("approver2", "approver2", False),
     ("admin", "admin", True),
+    ("director", "director", False),
 ]
 GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS, SUPPORT)]
+# The directors answer a manager's question once its ladder hands it over: the director
+# login only, and admin (in every group).
+LOGIN_GROUPS = {
+    "director": [DIRECTORS.removeprefix("group:")],
+    "admin": [*GROUPS, DIRECTORS.removeprefix("group:")],
+}
+# Managers' questions made as if asked earlier (a demo has no past), so that their ladders
+# have steps due: Ada's reminded, Margaret's reminded and then handed to the directors.
+ASKED_EARLIER = {"Ada": timedelta(hours=5), "Margaret": timedelta(hours=25)}
 # What a staff approver needs besides its groups: the inbox and the monitor, read-only.
 APPROVER_PERMISSIONS = [
     "workflows.answer_interrupt",
@@ -86,7 +99,8 @@ def permission(dotted: str) -> Permission:
 class Command(BaseCommand):
     help = (
         "Create the demo logins (approver/approver and approver2/approver2: staff, not "
-        "superusers; admin/admin) and seed invocations of the demo workflows."
+        "superusers; director/director; admin/admin) and seed invocations of the demo "
+        "workflows."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -101,13 +115,15 @@ class Command(BaseCommand):
                 f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
                 "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
                 "approvers, not superusers; groups managers, finance, moderators, editors, "
-                "support) and admin / admin (superuser)."
+                "support), director / director (group directors: escalated questions) and "
+                "admin / admin (superuser)."
             )
         )
 
     @transaction.atomic
     def logins(self) -> dict[str, Any]:
-        groups = [Group.objects.get_or_create(name=name)[0] for name in GROUPS]
+        names = {*GROUPS, *(name for listed in LOGIN_GROUPS.values() for name in listed)}
+        groups = {name: Group.objects.get_or_create(name=name)[0] for name in names}
         granted = [permission(name) for name in APPROVER_PERMISSIONS]
         users = {}
         for username, password, superuser in LOGINS:
@@ -118,8 +134,8 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.save()
                 self.stdout.write(f"Created the login {username} / {password}.")
-            # Assignees bind superusers too: both logins are in every demo group.
-            user.groups.add(*groups)
+            # Assignees bind superusers too: admin is in every demo group.
+            user.groups.add(*(groups[name] for name in LOGIN_GROUPS.get(username, GROUPS)))
             if not superuser:
                 user.user_permissions.add(*granted)
             users[username] = user
@@ -129,6 +145,9 @@ class Command(BaseCommand):
         """Everything through workflows.services, as the admin, the API and workers do."""
         for expense in EXPENSES:
             services.start("expense_approval", expense, user=admin)
+        for employee, earlier in ASKED_EARLIER.items():
+            self.asked_earlier(employee, earlier)
+        services.escalate_interrupts()  # what beat would have applied by now
         large = Invocation.objects.get(input__employee="Linus")
         self.decide(large, "finance_approval", {"approved": True}, admin, "budgeted in Q3")
 
@@ -148,6 +167,18 @@ class Command(BaseCommand):
         refund = tickets[0].interrupts.get(status="pending")
         reason = "at most 70 without a photo of the damage"
         services.decide(refund.id, {"decision": "reject", "reason": reason}, actor=admin)
+
+    @staticmethod
+    def asked_earlier(employee: str, earlier: timedelta) -> None:
+        """Move the times of the employee's pending manager question back by `earlier`."""
+        Interrupt.objects.filter(
+            invocation__input__employee=employee, status="pending", path__contains="/manager_"
+        ).update(
+            created_at=F("created_at") - earlier,
+            deadline=F("deadline") - earlier,
+            due_at=F("due_at") - earlier,
+            next_escalation_at=F("next_escalation_at") - earlier,
+        )
 
     @staticmethod
     def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:
