@@ -30,6 +30,7 @@ from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Decision, Interrupt, NodeRun
 from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, waiting_for
+from workflows.people.ladder import ladder_summary
 from workflows.people.search import search
 from workflows.policy import (
     ANSWER_PERMISSION,
@@ -364,6 +365,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "media": self.media + form.media if form is not None else self.media,
             "due": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),
+            "ladder": ladder_summary(interrupt),
             "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
             "may_release": interrupt.claimed_by_id == request.user.pk
             or request.user.has_perm(REASSIGN_PERMISSION),

@@ -3,7 +3,9 @@
 - expense_approval: amounts up to APPROVAL_LIMIT are approved without asking anyone; larger
   ones ask a manager; amounts over LARGE_EXPENSE go to a nested workflow where a manager and
   finance (two approvals, quorum 2) decide in parallel, joined before the route to pay or
-  reject.
+  reject. The managers' question is high priority above HIGH_PRIORITY_AMOUNT, due within
+  MANAGER_DUE, and escalates when nobody answers: the managers are reminded, then the
+  directors get it.
 - content_moderation: a parallel worker asks a moderator about each post; each answer
   resumes just its item, and the result is published once every item is decided.
 - document_drafting: a review loop; a rejection sends the reviewer's comment back to the
@@ -18,19 +20,36 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
-from workflows.engine import Context, JoinNode, RequestInput, Workflow, approval_gate, node
+from workflows.engine import (
+    Context,
+    Escalation,
+    JoinNode,
+    RequestInput,
+    Workflow,
+    approval_gate,
+    node,
+)
 from workflows.registry import register
 
 APPROVAL_LIMIT = 100.0  # at or under: approved without asking
 LARGE_EXPENSE = 1000.0  # over: a manager and two finance approvers decide
+HIGH_PRIORITY_AMOUNT = 500.0  # over: the managers' question is high priority
 # Deadlines (shown counting down in the inbox); hitl_periodic or beat applies on_timeout.
 MANAGER_DEADLINE = timedelta(days=3)
 MODERATION_DEADLINE = timedelta(hours=8)
+MANAGER_DUE = timedelta(hours=8)  # a target shown in the inbox, not a deadline
 
 MANAGERS = "group:managers"
 FINANCE = "group:finance"
 MODERATORS = "group:moderators"
 EDITORS = "group:editors"
+DIRECTORS = "group:directors"
+
+# When no manager answers: a reminder after 4 hours, the directors' after a day.
+MANAGER_LADDER = [
+    Escalation(after=timedelta(hours=4), remind=True),
+    Escalation(after=timedelta(days=1), assignees=[DIRECTORS]),
+]
 
 DECISION_SCHEMA = {
     "type": "object",
@@ -89,6 +108,9 @@ def ask_manager(node_input: dict) -> RequestInput:
         payload=node_input,
         response_schema=DECISION_SCHEMA,
         assignees=[MANAGERS],
+        priority="high" if node_input["amount"] > HIGH_PRIORITY_AMOUNT else "normal",
+        due=MANAGER_DUE,
+        escalation=MANAGER_LADDER,
         timeout=MANAGER_DEADLINE,
         on_timeout={"approved": False, "comment": "no manager answered within 3 days"},
     )

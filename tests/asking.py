@@ -2,14 +2,15 @@
 
 `ask(request={...}, user=...)` starts it and returns the pending Interrupt; the request
 dict holds RequestInput's keyword arguments (message, payload, response_schema, assignees,
-quorum, four_eyes, ...). The workflow's output is the answer it got.
+quorum, four_eyes, priority, due, escalation as Escalation steps, ...). The workflow's
+output is the answer it got.
 """
 
 from datetime import timedelta
 from typing import Any
 
 from workflows import services
-from workflows.engine import RequestInput, Workflow, node
+from workflows.engine import Escalation, RequestInput, Workflow, node
 from workflows.models import Interrupt
 from workflows.registry import registry
 
@@ -35,8 +36,10 @@ def prepare(node_input: dict) -> dict:
 @node(name="question")
 def question(node_input: dict) -> RequestInput:
     request = dict(node_input["request"])
-    if request.get("timeout") is not None:
-        request["timeout"] = timedelta(seconds=request["timeout"])
+    for delay in ("timeout", "due"):
+        if request.get(delay) is not None:
+            request[delay] = timedelta(seconds=request[delay])
+    request["escalation"] = [Escalation.from_dict(s) for s in request.get("escalation", [])]
     return RequestInput(**request)
 
 
@@ -53,7 +56,11 @@ def ask(user: Any = None, **request: Any) -> Interrupt:
     """Start the asking workflow; return its pending interrupt."""
     request.setdefault("message", "Approve?")
     request.setdefault("response_schema", APPROVAL)
-    if isinstance(request.get("timeout"), timedelta):  # the input travels as JSON
-        request["timeout"] = request["timeout"].total_seconds()
+    for delay in ("timeout", "due"):  # the input travels as JSON
+        if isinstance(request.get(delay), timedelta):
+            request[delay] = request[delay].total_seconds()
+    request["escalation"] = [
+        s.to_dict() if isinstance(s, Escalation) else s for s in request.get("escalation", [])
+    ]
     invocation = services.start(WORKFLOW, {"request": request}, user=user)
     return Interrupt.objects.select_related("invocation").get(invocation=invocation)

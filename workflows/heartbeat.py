@@ -16,7 +16,11 @@ from .models import Heartbeat
 
 logger = logging.getLogger(__name__)
 
-PERIODIC_TASKS = {"workflows.tasks.expire_overdue_interrupts", "workflows.tasks.recover_stalled"}
+PERIODIC_TASKS = {
+    "workflows.tasks.expire_overdue_interrupts",
+    "workflows.tasks.escalate_interrupts",
+    "workflows.tasks.recover_stalled",
+}
 
 # Last write per (kind, name) in this process: a worker's heartbeat fires every 2 s, the row
 # needs updating far less often.

@@ -2,7 +2,8 @@
 retry, and the people's decisions and claims. Each change is one transaction
 (`transactions`); Celery work is enqueued on commit (`dispatch`); bad input raises a named
 error and changes nothing. The worker's side (execute, fail, the sweeps) lives in
-`worker` and is re-exported here."""
+`worker` and is re-exported here, as are the escalation sweep (`people.escalation`) and
+the delegations (`people.out_of_office`)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from .engine.transitions import (
 )
 from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
+from .people.escalation import escalate_interrupts
 from .people.out_of_office import delegate, end_delegation
 from .policy import (
     CANCEL_PERMISSION,
@@ -62,6 +64,7 @@ __all__ = [
     "decide",
     "delegate",
     "end_delegation",
+    "escalate_interrupts",
     "execute",
     "expire_overdue_interrupts",
     "fail",

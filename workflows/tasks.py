@@ -9,7 +9,7 @@ from . import dispatch, webhooks, worker
 from .audit import documents
 from .conf import hitl_settings
 from .models import IdempotencyKey
-from .people import notifications
+from .people import escalation, notifications
 
 
 @shared_task(
@@ -32,6 +32,11 @@ def run_invocation(self: Task, invocation_id: str) -> None:
 @shared_task(name=dispatch.EXPIRE_OVERDUE_INTERRUPTS, ignore_result=True)
 def expire_overdue_interrupts() -> int:
     return worker.expire_overdue_interrupts()
+
+
+@shared_task(name=dispatch.ESCALATE_INTERRUPTS, ignore_result=True)
+def escalate_interrupts() -> int:
+    return escalation.escalate_interrupts()
 
 
 @shared_task(name=dispatch.RECOVER_STALLED, ignore_result=True)

@@ -60,10 +60,11 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     assert pending.count() == 14
     # Everything pending is each approver's to answer (admin already approved Linus's
     # finance question once, and the quorum needs a second person; nobody has voted on
-    # Katherine's yet, so approver and approver2 can make its quorum of two), but for the
-    # review handed to Ada, who is away: approver2 stands in for her.
-    assert inbox(approver).count() == 13
-    assert inbox(approver2).count() == 14
+    # Katherine's yet, so approver and approver2 can make its quorum of two), but for
+    # Margaret's, which went up its ladder to the directors (the director login's alone),
+    # and the review handed to Ada, who is away: approver2 stands in for her.
+    assert inbox(approver).count() == 12
+    assert inbox(approver2).count() == 13
     ada = users.get(username="ada")
     assert ada.check_password("ada") and ada.first_name == "Ada"
     delegation = Delegation.objects.get()
@@ -71,6 +72,22 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     assert timezone.localtime(delegation.ends_at).weekday() == 4  # until Friday
     for_ada = answer_policy().answerable_by_delegation(approver2, pending)
     assert [q.message for q in for_ada] == ["Review version 1 of “Holiday policy”"]
+    director = users.get(username="director")
+    assert director.check_password("director") and not director.is_superuser
+    (escalated,) = inbox(director)
+    assert escalated.payload["employee"] == "Margaret"
+    assert (escalated.assignees, escalated.escalation_step) == (["group:directors"], 2)
+    ladders = {
+        q.payload["employee"]: (q.priority, q.escalation_step)
+        for q in pending.filter(path__contains="/manager_approval@")
+    }
+    assert ladders == {
+        "Ada": ("normal", 1),  # reminded
+        "Margaret": ("high", 2),  # reminded, then handed to the directors
+        "Linus": ("high", 0),
+        "Katherine": ("high", 0),
+    }
+    assert pending.filter(due_at__lt=timezone.now()).count() == 1  # Margaret's: overdue
     quorum = pending.filter(quorum=2).order_by("created_at")
     assert [q.decisions.count() for q in quorum] == [1, 0, 0]
     assert f"{Invocation.objects.count()} invocations; 14 questions wait" in printed

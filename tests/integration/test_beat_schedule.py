@@ -23,7 +23,7 @@ from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.audit.verify import check_checkpoint
 from workflows.conf import hitl_settings
-from workflows.engine import DefaultResponse, RequestInput, Workflow, node
+from workflows.engine import DefaultResponse, Escalation, RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import IdempotencyKey, Interrupt, Invocation
 from workflows.registry import registry
@@ -97,6 +97,18 @@ def expires_overdue_questions(entry_name: str, request: pytest.FixtureRequest) -
     assert (row.status, row.output) == (NodeStatus.COMPLETED, {"approved": False})
 
 
+def applies_due_escalation_steps(entry_name: str, request: pytest.FixtureRequest) -> None:
+    workflow = request.getfixturevalue("asking")(
+        escalation=[Escalation(after=timedelta(milliseconds=10), remind=True)]
+    )
+    invocation = services.start(workflow)
+    (question,) = Interrupt.objects.filter(invocation=invocation)
+    wait_for(lambda: timezone.now() > question.next_escalation_at, what="the step to be due")
+    assert run_scheduled(entry_name) == 1
+    stored = Interrupt.objects.get(pk=question.pk)
+    assert (stored.status, stored.escalation_step) == (InterruptStatus.PENDING, 1)
+
+
 def purges_old_idempotency_keys(entry_name: str, request: pytest.FixtureRequest) -> None:
     user = get_user_model().objects.create_user("client")
     keys = {
@@ -127,6 +139,7 @@ def writes_an_audit_checkpoint(entry_name: str, request: pytest.FixtureRequest) 
 JOBS: dict[str, Callable[[str, pytest.FixtureRequest], None]] = {
     "workflows.tasks.recover_stalled": recovers_stalled_work,
     "workflows.tasks.expire_overdue_interrupts": expires_overdue_questions,
+    "workflows.tasks.escalate_interrupts": applies_due_escalation_steps,
     "workflows.tasks.purge_idempotency_keys": purges_old_idempotency_keys,
     "workflows.tasks.write_audit_checkpoint": writes_an_audit_checkpoint,
 }
@@ -136,7 +149,8 @@ def test_the_schedule_runs_the_periodic_jobs():
     assert {entry["task"] for entry in SCHEDULE.values()} >= {
         "workflows.tasks.recover_stalled",
         "workflows.tasks.expire_overdue_interrupts",
-    }, "recovery and expiry are periodic (DESIGN 3.6, 3.7)"
+        "workflows.tasks.escalate_interrupts",
+    }, "recovery, expiry and escalation are periodic (DESIGN 3.6, 3.7, 4.3)"
 
 
 @pytest.mark.parametrize("entry_name", sorted(SCHEDULE))

@@ -149,6 +149,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workflows.tasks.expire_overdue_interrupts",
         "schedule": timedelta(seconds=30),
     },
+    # Escalation ladders (DESIGN 4.3): a step applies at most one period after it is due.
+    "hitl-escalate-interrupts": {
+        "task": "workflows.tasks.escalate_interrupts",
+        "schedule": timedelta(seconds=30),
+    },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
         "schedule": timedelta(hours=1),

@@ -232,7 +232,8 @@ def test_hitl_periodic_once_expires_overdue_questions_and_records_its_heartbeat(
     )
     out = StringIO()
     call_command("hitl_periodic", "--once", stdout=out)
-    assert "expired 1 question(s), re-enqueued 0 run(s)" in out.getvalue()
+    printed = "expired 1 question(s), applied 0 escalation step(s), re-enqueued 0 run(s)"
+    assert printed in out.getvalue()
     question = Interrupt.objects.get(invocation=invocation)
     assert question.status == InterruptStatus.EXPIRED
     assert Invocation.objects.get(pk=invocation.pk).status == NodeStatus.FAILED  # its policy

@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from ..models import Interrupt
+from ..people.ladder import ladder_summary
 from .base import MonitorAdmin
 from .display import answer_url, json_block, question_cell, short_id
 from .notifications import NotificationAttemptInline
@@ -33,8 +34,11 @@ class InterruptAdmin(MonitorAdmin):
                     "four_eyes",
                     "require_signature",
                     "claimed_by",
+                    "priority",
+                    "due_at",
                     "deadline",
                     "when_overdue",
+                    "escalation_ladder",
                     "created_at",
                 ]
             },
@@ -72,6 +76,7 @@ class InterruptAdmin(MonitorAdmin):
         *(f.name for f in Interrupt._meta.fields),
         "for_whom",
         "when_overdue",
+        "escalation_ladder",
         "payload_json",
         "response_schema_json",
         "response_json",
@@ -92,6 +97,10 @@ class InterruptAdmin(MonitorAdmin):
         if obj.on_timeout is None:
             return "the invocation fails"
         return format_html("answered with {}", json_block(obj.on_timeout.get("response")))
+
+    @admin.display(description="escalation")
+    def escalation_ladder(self, obj: Interrupt) -> str:
+        return ladder_summary(obj) or "none"
 
     @admin.display(description="payload")
     def payload_json(self, obj: Interrupt) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 from .errors import GraphError
+from .escalation import DEFAULT_PRIORITY, Escalation, check_ladder
 from .events import FAIL_ON_TIMEOUT, DefaultResponse, RequestInput
 from .nodes import BaseNode, JoinNode, ParallelWorker, as_node
 from .questions import gate_question_id
@@ -59,6 +60,9 @@ class Gate:
     four_eyes: bool = False
     timeout: timedelta | None = None
     on_timeout: Any = FAIL_ON_TIMEOUT
+    priority: str = DEFAULT_PRIORITY
+    due: timedelta | None = None
+    escalation: list[Escalation] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # more RequestInput fields
 
     def response_schema(self) -> dict[str, Any]:
@@ -114,6 +118,9 @@ class Gate:
             assignees=list(self.assignees),
             quorum=self.quorum,
             four_eyes=self.four_eyes,
+            priority=self.priority,
+            due=self.due,
+            escalation=list(self.escalation),
             **self.options,
         )
 
@@ -139,6 +146,9 @@ def approval_gate(
     four_eyes: bool = False,
     timeout: timedelta | float | None = None,
     on_timeout: Any = FAIL_ON_TIMEOUT,
+    priority: str = DEFAULT_PRIORITY,
+    due: timedelta | float | None = None,
+    escalation: list[Escalation] | tuple[Escalation, ...] = (),
     **options: Any,
 ) -> Callable[[Any], BaseNode]:
     """Gate a node: it asks before its body runs (the question's payload is
@@ -153,9 +163,11 @@ def approval_gate(
     workflow and node name) in its scope whose args satisfy `pins` pass without asking,
     until it expires (`ttl_seconds`), is used up (`uses_left`) or is revoked.
 
-    `message` is formatted with the args; `assignees`, `quorum`, `four_eyes`, `timeout`
+    `message` is formatted with the args; `assignees`, `quorum`, `four_eyes`, `timeout`,
+    `priority`, `due` (like `timeout`, a timedelta or seconds), the `escalation` ladder
     and any other RequestInput field apply to the question; `on_timeout` is "fail",
-    "reject" or an answer to apply at the deadline."""
+    "reject" or an answer to apply at the deadline. Bad values raise ValueError here,
+    where the gate is declared."""
     gate = Gate(
         message=message,
         args_schema=to_json_schema(args_schema),
@@ -164,12 +176,22 @@ def approval_gate(
         remember=_scopes(remember),
         quorum=quorum,
         four_eyes=four_eyes,
-        timeout=timedelta(seconds=timeout) if isinstance(timeout, int | float) else timeout,
+        timeout=_delay(timeout),
         on_timeout=DefaultResponse(TIMED_OUT) if on_timeout == REJECT else on_timeout,
+        priority=priority,
+        due=_delay(due),
+        escalation=check_ladder(escalation),
         options=options,
     )
     _check(gate)
     return lambda wrapped: gated(wrapped, gate)
+
+
+def _delay(value: timedelta | float | None) -> timedelta | None:
+    """A delay given in seconds as a timedelta (RequestInput checks it is positive)."""
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    return value
 
 
 def _scopes(remember: Iterable[str] | str) -> tuple[GrantScope, ...]:

@@ -1,7 +1,7 @@
 """Demo data for `make demo`: four logins and invocations of the demo workflows, some
-waiting for an answer, some answered, so the inbox and the monitor have something to show.
-Ada is away until Friday; approver2 stands in for her (out of office), so approver2 finds
-the review handed to Ada in their inbox, answered "for Ada".
+waiting for an answer, some answered, some escalated, so the inbox and the monitor
+have something to show. Ada is away until Friday; approver2 stands in for her (out of
+office), so approver2 finds the review handed to Ada in their inbox, answered "for Ada".
 
 A command of the demo project, not of the reusable app: it creates users with known
 passwords, which no real project should get by installing `workflows`.
@@ -14,10 +14,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from hitl_site.decision_history import seed_decision_history
-from hitl_site.workflows import EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
+from hitl_site.workflows import DIRECTORS, EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
 from workflows import grants, services
 from workflows.models import Interrupt, Invocation
 
@@ -28,9 +29,19 @@ LOGINS = [
     ("approver2", "approver2", False),
     ("ada", "ada", False),  # away, with approver2 standing in
     ("admin", "admin", True),
+    ("director", "director", False),
 ]
 FRIDAY = 4  # date.weekday()
 GROUPS = [name.removeprefix("group:") for name in (MANAGERS, FINANCE, MODERATORS, EDITORS, SUPPORT)]
+# The directors answer a manager's question once its ladder hands it over: the director
+# login only, and admin (in every group).
+LOGIN_GROUPS = {
+    "director": [DIRECTORS.removeprefix("group:")],
+    "admin": [*GROUPS, DIRECTORS.removeprefix("group:")],
+}
+# Managers' questions made as if asked earlier (a demo has no past), so that their ladders
+# have steps due: Ada's reminded, Margaret's reminded and then handed to the directors.
+ASKED_EARLIER = {"Ada": timedelta(hours=5), "Margaret": timedelta(hours=25)}
 # What a staff approver needs besides its groups: the inbox and the monitor, read-only.
 APPROVER_PERMISSIONS = [
     "workflows.answer_interrupt",
@@ -93,7 +104,8 @@ def permission(dotted: str) -> Permission:
 class Command(BaseCommand):
     help = (
         "Create the demo logins (approver/approver and approver2/approver2: staff, not "
-        "superusers; admin/admin) and seed invocations of the demo workflows."
+        "superusers; director/director; admin/admin) and seed invocations of the demo "
+        "workflows."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -110,13 +122,15 @@ class Command(BaseCommand):
                 "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
                 "approvers, not superusers; groups managers, finance, moderators, editors, "
                 "support), ada / ada (away until Friday: approver2 stands in for her) and "
+                "support), director / director (group directors: escalated questions) and "
                 "admin / admin (superuser)."
             )
         )
 
     @transaction.atomic
     def logins(self) -> dict[str, Any]:
-        groups = [Group.objects.get_or_create(name=name)[0] for name in GROUPS]
+        names = {*GROUPS, *(name for listed in LOGIN_GROUPS.values() for name in listed)}
+        groups = {name: Group.objects.get_or_create(name=name)[0] for name in names}
         granted = [permission(name) for name in APPROVER_PERMISSIONS]
         users = {}
         for username, password, superuser in LOGINS:
@@ -132,8 +146,8 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.save()
                 self.stdout.write(f"Created the login {username} / {password}.")
-            # Assignees bind superusers too: both logins are in every demo group.
-            user.groups.add(*groups)
+            # Assignees bind superusers too: admin is in every demo group.
+            user.groups.add(*(groups[name] for name in LOGIN_GROUPS.get(username, GROUPS)))
             if not superuser:
                 user.user_permissions.add(*granted)
             users[username] = user
@@ -143,6 +157,9 @@ class Command(BaseCommand):
         """Everything through workflows.services, as the admin, the API and workers do."""
         for expense in EXPENSES:
             services.start("expense_approval", expense, user=admin)
+        for employee, earlier in ASKED_EARLIER.items():
+            self.asked_earlier(employee, earlier)
+        services.escalate_interrupts()  # what beat would have applied by now
         large = Invocation.objects.get(input__employee="Linus")
         self.decide(large, "finance_approval", {"approved": True}, admin, "budgeted in Q3")
 
@@ -176,6 +193,18 @@ class Command(BaseCommand):
         services.delegate(ada, approver2, now - timedelta(hours=1), friday, actor=admin)
         review = Interrupt.objects.get(status="pending", invocation__input__title="Holiday policy")
         services.reassign(review.id, ["user:ada"], actor=admin)
+
+    @staticmethod
+    def asked_earlier(employee: str, earlier: timedelta) -> None:
+        """Move the times of the employee's pending manager question back by `earlier`."""
+        Interrupt.objects.filter(
+            invocation__input__employee=employee, status="pending", path__contains="/manager_"
+        ).update(
+            created_at=F("created_at") - earlier,
+            deadline=F("deadline") - earlier,
+            due_at=F("due_at") - earlier,
+            next_escalation_at=F("next_escalation_at") - earlier,
+        )
 
     @staticmethod
     def decide(invocation: Invocation, node: str, response: dict, actor: Any, comment: str) -> None:

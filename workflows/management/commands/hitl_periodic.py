@@ -1,7 +1,8 @@
-"""The periodic jobs without Celery beat: expire overdue questions and re-enqueue stalled
-work every few seconds, and write an audit checkpoint every AUDIT_CHECKPOINT_SECONDS when
-AUDIT_CHECKPOINT_PATH is set. For the embedded default (eager Celery, no beat); with a broker,
-run `celery beat` instead (running both is harmless, only redundant)."""
+"""The periodic jobs without Celery beat: expire overdue questions, apply due escalation
+steps and re-enqueue stalled work every few seconds, and write an audit checkpoint every
+AUDIT_CHECKPOINT_SECONDS when AUDIT_CHECKPOINT_PATH is set. For the embedded default (eager
+Celery, no beat); with a broker, run `celery beat` instead (running both is harmless, only
+redundant)."""
 
 import logging
 import os
@@ -23,8 +24,9 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Run the periodic jobs (services.expire_overdue_interrupts and services."
-        "recover_stalled) every --interval seconds until stopped; --once runs them once."
+        "Run the periodic jobs (services.expire_overdue_interrupts, services."
+        "escalate_interrupts and services.recover_stalled) every --interval seconds until "
+        "stopped; --once runs them once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -51,14 +53,18 @@ class Command(BaseCommand):
         self.write_checkpoint()
         try:
             expired = services.expire_overdue_interrupts()
+            escalated = services.escalate_interrupts()
             recovered = services.recover_stalled()
         except DatabaseError:
             # A locked or unreachable database now is no reason to stop: try next round.
             logger.exception("periodic jobs failed; trying again next round")
             return
         heartbeat.record(Heartbeat.PERIODIC, name)
-        if expired or recovered:
-            self.stdout.write(f"expired {expired} question(s), re-enqueued {recovered} run(s)")
+        if expired or escalated or recovered:
+            self.stdout.write(
+                f"expired {expired} question(s), applied {escalated} escalation step(s), "
+                f"re-enqueued {recovered} run(s)"
+            )
 
     def write_checkpoint(self) -> None:
         due = self.checkpoint_at is None or (

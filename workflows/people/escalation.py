@@ -1,0 +1,116 @@
+"""The escalation sweep (DESIGN 4.3): each due step of a pending question's ladder applied
+exactly once, in order, never after the question is answered. `services` re-exports
+`escalate_interrupts`; beat and `manage.py hitl_periodic` run it beside
+`expire_overdue_interrupts`, whose structure it shares: one transaction per interrupt,
+a bounded batch per sweep, a failure logged and left for the next sweep."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..arguments import checked_assignees
+from ..audit import actions, trail
+from ..claims import locked_interrupt
+from ..engine.errors import ResponseValidationError
+from ..engine.status import InterruptStatus
+from ..models import Interrupt
+from ..signals import interrupt_escalated
+from ..transactions import write_transaction
+from .ladder import asked_at, step_due_at
+
+logger = logging.getLogger(__name__)
+
+# Interrupts per sweep (the most overdue first); the rest wait for the next sweep.
+SWEEP_BATCH = 500
+
+
+def escalate_interrupts(now: datetime | None = None) -> int:
+    """Apply every escalation step due by `now` (default: now) of the pending interrupts;
+    the number of steps applied. Several overdue steps of one interrupt apply in their
+    order, each audited and signalled."""
+    now = now or timezone.now()
+    due = Interrupt.objects.filter(
+        status=InterruptStatus.PENDING, next_escalation_at__lte=now
+    ).order_by("next_escalation_at")
+    applied = 0
+    for interrupt_id in due.values_list("id", flat=True)[:SWEEP_BATCH]:
+        try:
+            applied += _escalate(interrupt_id, now)
+        except Exception:
+            logger.exception("escalating interrupt %s", interrupt_id)
+    return applied
+
+
+@write_transaction
+def _escalate(interrupt_id: str, now: datetime) -> int:
+    # The answer path's locks in its order (the invocation row, then the interrupt row):
+    # an answer racing a step commits wholly before it (the step then sees the question
+    # answered) or after it; a second sweep waits here and finds the step applied.
+    interrupt = locked_interrupt(interrupt_id)
+    applied = 0
+    while _next_step_due(interrupt, now):
+        _apply_step(interrupt)
+        applied += 1
+    return applied
+
+
+def _next_step_due(interrupt: Interrupt, now: datetime) -> bool:
+    return (
+        interrupt.status == InterruptStatus.PENDING
+        and interrupt.next_escalation_at is not None
+        and interrupt.next_escalation_at <= now
+        and interrupt.escalation_step < len(interrupt.escalation)
+    )
+
+
+def _apply_step(interrupt: Interrupt) -> None:
+    """Apply the interrupt's next step (locked, pending, due), audit it and signal it once
+    the transaction commits."""
+    ladder, index = interrupt.escalation, interrupt.escalation_step
+    step = ladder[index]
+    asked = asked_at(interrupt)  # before the step moves next_escalation_at on
+    changed = ["escalation_step", "next_escalation_at"]
+    if step.get("assignees"):
+        action = actions.INTERRUPT_ESCALATED
+        data = _hand_over(interrupt, step["assignees"])
+        changed += ["assignees", "claimed_by", "claimed_at"]
+    else:
+        action, data = actions.INTERRUPT_REMINDED, {"assignees": interrupt.assignees}
+    interrupt.escalation_step = index + 1
+    following = ladder[index + 1] if index + 1 < len(ladder) else None
+    interrupt.next_escalation_at = None if following is None else step_due_at(asked, following)
+    interrupt.save(update_fields=changed)
+    trail.record(action, interrupt=interrupt, data={"step": index, **data})
+    transaction.on_commit(
+        partial(
+            interrupt_escalated.send_robust,
+            sender=Interrupt,
+            interrupt_id=interrupt.pk,
+            step=index,
+        ),
+        robust=True,
+    )
+
+
+def _hand_over(interrupt: Interrupt, assignees: list[str]) -> dict[str, Any]:
+    """Replace the assignees as reassigning does (the claim dropped; decisions recorded
+    stay and count toward the quorum), and what the audit entry says about it.
+
+    New assignees that name a user or group that does not exist, or cannot reach the
+    quorum, would leave the question nobody's to answer: the current assignees keep it
+    instead, and the entry says why (`refused`)."""
+    previous = interrupt.assignees
+    try:
+        interrupt.assignees = checked_assignees(interrupt, assignees)
+    except ResponseValidationError as exc:
+        logger.warning("interrupt %s: escalation keeps its assignees: %s", interrupt.pk, exc)
+        return {"assignees": previous, "previous": previous, "refused": exc.message}
+    claimer = interrupt.claimed_by.get_username() if interrupt.claimed_by else None
+    interrupt.claimed_by, interrupt.claimed_at = None, None
+    return {"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer}
