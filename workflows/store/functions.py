@@ -49,9 +49,9 @@ HEAD_PARAMETERS = [
 ]
 TAIL_PARAMETERS = [("p_consumed", "varchar[]"), ("p_deferred", "varchar[]")]
 
-BODY = """
-BEGIN
-    UPDATE {invocations} SET
+# The statements of its body; `p_`, `r_` and `e_` names are its parameters.
+STATEMENTS = [
+    """UPDATE {invocations} SET
         updated_at = CASE WHEN p_set THEN p_now ELSE updated_at END,
         status = CASE WHEN p_set THEN p_status ELSE status END,
         output = CASE WHEN p_set THEN p_output ELSE output END,
@@ -60,22 +60,32 @@ BEGIN
         lease_owner = CASE WHEN p_release THEN '' ELSE lease_owner END,
         lease_expires_at = CASE WHEN p_release THEN NULL
             ELSE clock_timestamp() + p_seconds * interval '1 second' END
-    WHERE id = p_id AND status IN ({open}) AND lease_owner = p_owner;
+    WHERE id = p_id AND status IN ({open}) AND lease_owner = p_owner""",
+    "{insert_runs} SELECT p_id, * FROM unnest({runs}) {conflict}",
+    "{insert_events} SELECT p_id, * FROM unnest({events})",
+    """UPDATE {interrupts} SET consumed = true
+        WHERE id = ANY(p_consumed) AND status IN ({answered})""",
+    "UPDATE {interrupts} SET deferred = true WHERE id = ANY(p_deferred) AND NOT consumed",
+]
+
+# Every write after the first is conditional on it (the lease held, the invocation open).
+BODY = """
+BEGIN
+    {0};
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     IF cardinality({first_run}) > 0 THEN
-        {insert_runs} SELECT p_id, * FROM unnest({runs}) {conflict};
+        {1};
     END IF;
     IF cardinality({first_event}) > 0 THEN
-        {insert_events} SELECT p_id, * FROM unnest({events});
+        {2};
     END IF;
     IF cardinality(p_consumed) > 0 THEN
-        UPDATE {interrupts} SET consumed = true
-        WHERE id = ANY(p_consumed) AND status IN ({answered});
+        {3};
     END IF;
     IF cardinality(p_deferred) > 0 THEN
-        UPDATE {interrupts} SET deferred = true WHERE id = ANY(p_deferred) AND NOT consumed;
+        {4};
     END IF;
     RETURN true;
 END
@@ -104,24 +114,30 @@ def parameters(using: str) -> list[tuple[str, str]]:
 
 
 @functools.cache
+def statements(using: str) -> list[str]:
+    """The SQL of the function's body, statement by statement."""
+    names = [name for name, _ in parameters(using)]
+    fields = {
+        "invocations": INVOCATIONS,
+        "interrupts": INTERRUPTS,
+        "open": _quoted(OPEN_STATUSES),
+        "answered": _quoted(ANSWERED),
+        "insert_runs": INSERT_NODE_RUNS,
+        "runs": ", ".join(n for n in names if n.startswith("r_")),
+        "conflict": NODE_RUN_CONFLICT,
+        "insert_events": INSERT_EVENTS,
+        "events": ", ".join(n for n in names if n.startswith("e_")),
+    }
+    return [statement.format(**fields) for statement in STATEMENTS]
+
+
+@functools.cache
 def definition(using: str) -> tuple[str, str]:
     """The function's name and its CREATE statement."""
     params = parameters(using)
-    runs = [name for name, _ in params if name.startswith("r_")]
-    events = [name for name, _ in params if name.startswith("e_")]
-    body = BODY.format(
-        invocations=INVOCATIONS,
-        interrupts=INTERRUPTS,
-        open=_quoted(OPEN_STATUSES),
-        answered=_quoted(ANSWERED),
-        first_run=runs[0],
-        insert_runs=INSERT_NODE_RUNS,
-        runs=", ".join(runs),
-        conflict=NODE_RUN_CONFLICT,
-        first_event=events[0],
-        insert_events=INSERT_EVENTS,
-        events=", ".join(events),
-    )
+    first_run = next(name for name, _ in params if name.startswith("r_"))
+    first_event = next(name for name, _ in params if name.startswith("e_"))
+    body = BODY.format(*statements(using), first_run=first_run, first_event=first_event)
     signature = ", ".join(f"{name} {kind}" for name, kind in params)
     shape = f"{signature}\n{body}\n{NODE_RUNS} {EVENTS} {InterruptStatus.PENDING}"
     name = PREFIX + hashlib.sha256(shape.encode()).hexdigest()[:12]
