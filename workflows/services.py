@@ -53,10 +53,10 @@ from .registry import registry
 from .signals import decision_recorded
 from .transactions import locked_checkpoint, store, write_transaction
 from .worker import (
+    enqueue_run_here,
     execute,
     expire_overdue_interrupts,
     fail,
-    lease_for_run_here,
     recover_stalled,
 )
 
@@ -153,8 +153,7 @@ def _create_invocation(
             "input_hash": sha256_hex(canonical_json(node_input)),
         },
     )
-    lease_for_run_here(store(), invocation.pk, new=True)
-    enqueue_run(invocation.pk)
+    enqueue_run_here(store(), invocation.pk, new=True)
     return invocation
 
 
@@ -239,8 +238,7 @@ def _store_answers(
                 actor=actor,
                 data={"response": answer},
             )
-        lease_for_run_here(db, acceptance.invocation_id)
-        enqueue_run(acceptance.invocation_id)
+        enqueue_run_here(db, acceptance.invocation_id)
     return acceptance.invocation_id
 
 

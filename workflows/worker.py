@@ -61,24 +61,36 @@ class _HandedLeases(threading.local):
 _handed = _HandedLeases()
 
 
-def lease_for_run_here(db: DjangoStore, invocation_id: Any, *, new: bool = False) -> None:
-    """Take the invocation's lease in the current transaction when the run it enqueues
-    executes in this thread right after the commit (Celery eager, the outermost
-    transaction): that run then starts at once, without a lease transaction of its own
-    (on PostgreSQL a commit and two round trips: docs/performance.md). Call it before
-    `enqueue_run`. Not taken (another run holds the lease, or one left it unfinished):
-    the run takes it itself, as in a worker. `new`: the invocation was created in this
-    transaction."""
-    if not dispatch.runs_in_process() or connection.savepoint_ids:
-        return  # a worker runs it, or a caller's transaction may outlast the lease
-    owner = os.urandom(16).hex()
-    taken = db.take_free_lease_sync(str(invocation_id), owner, db.lease_seconds, new=new)
+def enqueue_run_here(db: DjangoStore, invocation_id: Any, *, new: bool = False) -> None:
+    """`dispatch.enqueue_run`, taking the invocation's lease in the current transaction
+    when that run executes in this thread right after the commit (Celery eager, the
+    outermost transaction): the run then starts at once, without a lease transaction of
+    its own (on PostgreSQL a commit and two round trips: docs/performance.md). Not
+    taken (another run holds the lease, or one left it unfinished): the run takes it
+    itself, as in a worker. `new`: the invocation was created in this transaction."""
+    key = str(invocation_id)
+    taken = None
+    if dispatch.runs_in_process() and not connection.savepoint_ids:
+        # (Not in a caller's transaction: it may outlast the lease.)
+        owner = os.urandom(16).hex()
+        taken = db.take_free_lease_sync(key, owner, db.lease_seconds, new=new)
     if taken is None:
+        dispatch.enqueue_run(invocation_id)
         return
     checkpoint, version = taken
-    # Handed over only once committed: a rolled-back transaction leaves nothing behind.
+    # Handed over once committed (a rolled-back transaction leaves nothing behind), to
+    # the run enqueued next; a lease that run did not claim (it never executed) is given
+    # back, so the work waits for no lease to expire.
     handed = (owner, version, checkpoint)
-    transaction.on_commit(lambda: _handed.runs.__setitem__(str(invocation_id), handed))
+    transaction.on_commit(lambda: _handed.runs.__setitem__(key, handed))
+    dispatch.enqueue_run(invocation_id)
+    transaction.on_commit(lambda: _give_back_unclaimed(key, owner), robust=True)
+
+
+def _give_back_unclaimed(key: str, owner: str) -> None:
+    if _handed.runs.get(key, (None,))[0] == owner:
+        del _handed.runs[key]
+        store().release_lease_sync(key, owner)
 
 
 def execute(invocation_id: str) -> float | None:

@@ -1,6 +1,6 @@
 """In eager mode (the embedded default) the transaction that gives an invocation work, a
 start or an accepted answer, also takes its lease, so the run that executes right after
-the commit has no lease transaction of its own (workflows/worker.py, lease_for_run_here),
+the commit has no lease transaction of its own (workflows/worker.py, enqueue_run_here),
 and only where that is as safe as a worker taking it."""
 
 import pytest
@@ -82,3 +82,14 @@ def test_an_answer_while_another_run_holds_the_lease_is_kept_for_that_run(asking
     # Accepted, not run: the lease is that run's, which picks the answer up.
     assert (row.status, row.lease_owner) == (NodeStatus.WAITING, "another-run")
     assert row.interrupts.get(pk="eager-4").status == "resolved"
+
+
+def test_a_lease_whose_run_never_executed_is_given_back(asking, monkeypatch):
+    from workflows.tasks import run_invocation
+
+    # The enqueued run does not execute (here: nothing runs the task): the work must not
+    # wait for the lease taken for it to expire.
+    monkeypatch.setattr(run_invocation, "apply_async", lambda *args, **kwargs: None)
+    invocation = services.start("eager_lease", 5)
+    row = Invocation.objects.get(pk=invocation.pk)
+    assert (row.status, row.lease_owner, row.lease_expires_at) == (NodeStatus.PENDING, "", None)
