@@ -347,6 +347,7 @@ class DjangoStore(AgentActions):
         node runs and no interrupts to read. None: not taken."""
         pk = self.dialect.pk(invocation_id)
         take = sql.take_free_lease(pk, owner, self.dialect.lease_expiry(timezone.now(), ttl))
+        taken: tuple[tuple, list, list] | None
         if new:
             rows = self.dialect.select(take)
             taken = (rows[0], [], []) if rows else None
