@@ -16,7 +16,8 @@ from django.contrib.auth.models import Group
 
 from .conf import hitl_settings
 from .engine.errors import ResponseValidationError, UnknownInterruptError, ValueEncodingError
-from .engine.events import FunctionResponse, RequestInput, parse_assignee
+from .engine.events import FunctionResponse, RequestInput
+from .engine.principals import parse_assignee
 from .engine.transitions import checked_answer
 from .engine.values import MAX_INTERRUPT_ID_LENGTH, check_text, is_possible_id
 from .models import Interrupt

@@ -11,11 +11,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .conf import hitl_settings
+from .engine.escalation import DEFAULT_PRIORITY, PRIORITIES
 from .engine.status import InterruptStatus, NodeStatus
 from .querysets import ANSWERED_STATUSES, OPEN_STATUSES, InvocationQuerySet
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
 INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
+PRIORITY_CHOICES = [(p, p.title()) for p in PRIORITIES]
 
 
 class Session(models.Model):
@@ -180,6 +182,16 @@ class Interrupt(models.Model):
     deadline = models.DateTimeField(null=True, blank=True)
     timeout_seconds = models.FloatField(null=True, blank=True)
     on_timeout = models.JSONField(null=True, blank=True, help_text="null: fail on timeout")
+    # The people layer (DESIGN 4.3): a priority and a due date (a target, not the deadline)
+    # order the inbox; `escalation` is the ladder as asked (Escalation.to_dict steps),
+    # `escalation_step` how many steps the sweep applied, `next_escalation_at` when the
+    # next one is due (null: none left).
+    priority = models.CharField(max_length=8, choices=PRIORITY_CHOICES, default=DEFAULT_PRIORITY)
+    due_at = models.DateTimeField(null=True, blank=True)
+    due_seconds = models.FloatField(null=True, blank=True)
+    escalation = models.JSONField(default=list, blank=True)
+    escalation_step = models.PositiveSmallIntegerField(default=0)
+    next_escalation_at = models.DateTimeField(null=True, blank=True)
     response = models.JSONField(null=True, blank=True)
     consumed = models.BooleanField(default=False)
     # Answered, but the last pass did not reach its node run: not work waiting (recovery
@@ -207,6 +219,11 @@ class Interrupt(models.Model):
                 fields=["deadline"],
                 name="hitl_interrupt_deadline",
                 condition=Q(status=InterruptStatus.PENDING, deadline__isnull=False),
+            ),
+            models.Index(
+                fields=["next_escalation_at"],
+                name="hitl_interrupt_escalation",
+                condition=Q(status=InterruptStatus.PENDING, next_escalation_at__isnull=False),
             ),
             models.Index(
                 fields=["invocation"],
@@ -395,6 +412,7 @@ class Heartbeat(models.Model):
 
 # Agent actions (approval gates' grants, effects) have a module of their own.
 from .gate_models import Effect, Grant, GrantUse  # noqa: E402, F401
+from .people_models import Delegation, NotificationAttempt  # noqa: E402, F401
 from .webhook_models import (  # noqa: E402, F401
     WEBHOOK_EVENTS,
     WebhookAttempt,

@@ -27,7 +27,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
 from .conf import hitl_settings
-from .engine.events import parse_assignee
+from .engine.principals import parse_assignee
 from .expressions import HasAnyElement
 from .models import Interrupt, Invocation
 

@@ -8,6 +8,10 @@
 - grant_changed(action, grant_id, invocation_id, path, actor_id): a grant was made
   ("grant.created"), let a dispatch pass its gate ("grant.used", with the node run's
   invocation and path) or was revoked ("grant.revoked").
+- interrupt_escalated(interrupt_id, step): the sweep applied escalation step `step` (its
+  index in the ladder; the step's `remind` and `assignees` say what it did).
+- delegation_changed(delegation_id, action): a delegation was made ("delegation.created")
+  or ended ("delegation.ended").
 """
 
 from functools import partial
@@ -23,6 +27,8 @@ interrupt_resolved = Signal()
 invocation_finished = Signal()
 decision_recorded = Signal()
 grant_changed = Signal()
+interrupt_escalated = Signal()
+delegation_changed = Signal()
 
 
 def announce_grant(

@@ -10,6 +10,7 @@ from .errors import (
     ResponseValidationError,
     UnknownInterruptError,
 )
+from .escalation import PRIORITIES, Escalation
 from .events import DefaultResponse, Event, FunctionCall, FunctionResponse, RequestInput
 from .gates import approval_gate
 from .node_runner import NodeRunner
@@ -21,12 +22,14 @@ from .store import InMemoryStore, OptionalStoreCapabilities, Store
 from .workflow import Workflow
 
 __all__ = [
+    "PRIORITIES",
     "START",
     "BaseNode",
     "Context",
     "DefaultResponse",
     "EffectRecord",
     "EffectStatus",
+    "Escalation",
     "Event",
     "FunctionCall",
     "FunctionNode",

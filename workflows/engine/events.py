@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .escalation import DEFAULT_PRIORITY, Escalation, check_delay, check_ladder, check_priority
+from .principals import parse_assignee
 from .schema import to_json_schema
 from .status import NodeStatus
 
@@ -37,15 +39,6 @@ class DefaultResponse:
 
 
 FAIL_ON_TIMEOUT = "fail"
-ASSIGNEE_KINDS = ("user", "group")
-
-
-def parse_assignee(value: Any) -> tuple[str, str]:
-    """Split "user:<username>" or "group:<name>" into (kind, name); ValueError otherwise."""
-    kind, sep, name = value.partition(":") if isinstance(value, str) else ("", "", "")
-    if not sep or kind not in ASSIGNEE_KINDS or not name.strip():
-        raise ValueError(f'assignee {value!r} is not "user:<username>" or "group:<name>"')
-    return kind, name
 
 
 def approval_schema_problem(schema: Any, quorum: int) -> str | None:
@@ -98,8 +91,12 @@ class RequestInput:
     approvals are needed (above 1 only for a schema with a boolean `approved`), more than
     the named users can give is refused; `four_eyes` bars the person who started the
     invocation. `require_signature` accepts a decision only when the approver signs
-    it with a passkey or security key (WebAuthn) they registered. Bad values raise
-    ValueError here, so the node raising it fails.
+    it with a passkey or security key (WebAuthn) they registered.
+
+    The people layer (DESIGN 4.3): `priority` (low, normal, high, urgent) and `due` (a
+    target, shown and sorted on; `timeout` is the hard deadline) order the inbox;
+    `escalation` is a ladder of Escalation steps the periodic sweep applies in order.
+    Bad values raise ValueError here, so the node raising it fails.
     """
 
     interrupt_id: str | None = None
@@ -112,9 +109,16 @@ class RequestInput:
     quorum: int = 1
     four_eyes: bool = False
     require_signature: bool = False
+    priority: str = "normal"
+    due: timedelta | None = None
+    escalation: list[Escalation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._check_who_answers()
+        check_priority(self.priority)
+        if self.due is not None:
+            check_delay("due", self.due)
+        self.escalation = check_ladder(self.escalation)
         if self.on_timeout is None:
             self.on_timeout = FAIL_ON_TIMEOUT
         elif self.on_timeout != FAIL_ON_TIMEOUT and not isinstance(
@@ -176,12 +180,16 @@ class RequestInput:
             "quorum": self.quorum,
             "four_eyes": self.four_eyes,
             "require_signature": self.require_signature,
+            "priority": self.priority,
+            "due": self.due.total_seconds() if self.due else None,
+            "escalation": [step.to_dict() for step in self.escalation],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestInput:
         on_timeout = data.get("on_timeout") or FAIL_ON_TIMEOUT
         timeout = data.get("timeout")
+        due = data.get("due")
         return cls(
             interrupt_id=data.get("interrupt_id"),
             message=data.get("message", ""),
@@ -197,6 +205,9 @@ class RequestInput:
             quorum=data.get("quorum") or 1,
             four_eyes=bool(data.get("four_eyes")),
             require_signature=bool(data.get("require_signature")),
+            priority=data.get("priority") or DEFAULT_PRIORITY,
+            due=timedelta(seconds=due) if due is not None else None,
+            escalation=[Escalation.from_dict(step) for step in data.get("escalation") or []],
         )
 
 

@@ -345,6 +345,7 @@ class NodeRunner:
                     run_id=ctx.run_id,
                     request=request,
                     deadline=now + request.timeout if request.timeout else None,
+                    asked_at=now,
                 )
                 execution.interrupts[record.id] = record
                 execution.batch.new_interrupts.append(record)

@@ -81,6 +81,8 @@ class InterruptRecord:
     resolved_by: str | None = None
     resolved_at: datetime | None = None
     deadline: datetime | None = None
+    # When the question was asked: its due date and escalation steps count from here.
+    asked_at: datetime | None = None
 
     @property
     def holds_answer(self) -> bool:

@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -52,7 +52,7 @@ LEFT_TO_DEFAULTS = {
     # A new interrupt is pending, unclaimed and unanswered; created_at is auto_now_add.
     INTERRUPTS: {
         *("claimed_by_id", "claimed_at", "response", "consumed", "deferred"),
-        *("resolved_by_id", "resolved_at", "created_at"),
+        *("resolved_by_id", "resolved_at", "created_at", "escalation_step"),
     },
 }
 
@@ -66,7 +66,7 @@ INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
     *("response_schema", "timeout_seconds", "on_timeout", "status", "response", "consumed"),
     *("resolved_by_id", "resolved_at", "deadline", "assignees", "quorum", "four_eyes"),
-    *("require_signature", "deferred"),
+    *("require_signature", "deferred", "priority", "due_seconds", "escalation"),
 ]
 EVENT_READ = EVENT_COLUMNS
 
@@ -75,7 +75,10 @@ JSON_COLUMNS = {
     INVOCATIONS: {"input", "output"},
     NODE_RUNS: {"input", "output", "interrupt_ids", "resume_inputs"},
     EVENTS: {"output", "function_calls", "function_responses", "long_running_tool_ids"},
-    INTERRUPTS: {"payload", "response_schema", "on_timeout", "response", "assignees", "key_order"},
+    INTERRUPTS: {
+        *("payload", "response_schema", "on_timeout", "response", "assignees", "key_order"),
+        "escalation",
+    },
 }
 
 
@@ -160,6 +163,9 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         four_eyes,
         require_signature,
         deferred,
+        priority,
+        due_seconds,
+        escalation,
     ) = rest
     request = {
         "interrupt_id": id_,
@@ -172,6 +178,9 @@ def interrupt_record(row: tuple) -> InterruptRecord:
         "quorum": quorum,
         "four_eyes": bool(four_eyes),
         "require_signature": bool(require_signature),
+        "priority": priority,
+        "due": due_seconds,
+        "escalation": loads(escalation),
     }
     return InterruptRecord(
         id=id_,
@@ -288,12 +297,27 @@ def interrupt_fields(record: InterruptRecord) -> dict[str, Any]:
         "quorum": request["quorum"],
         "four_eyes": request["four_eyes"],
         "require_signature": request["require_signature"],
+        "priority": request["priority"],
+        "due_seconds": request["due"],
+        "due_at": stored_time(_after(record.asked_at, request["due"])),
+        "escalation": request["escalation"],
+        "next_escalation_at": stored_time(
+            _after(record.asked_at, request["escalation"][0]["after"])
+            if request["escalation"]
+            else None
+        ),
     }
     # PostgreSQL's jsonb re-sorts object keys: the declared order is kept beside the values
     # that pages show field by field (approvals.display.in_declared_order restores it).
     orders = {c: key_order(fields[c]) for c in ("payload", "response_schema", "on_timeout")}
     fields["key_order"] = {column: order for column, order in orders.items() if order}
     return fields
+
+
+def _after(asked_at: datetime | None, seconds: float | None) -> datetime | None:
+    if seconds is None:
+        return None
+    return (asked_at or timezone.now()) + timedelta(seconds=seconds)
 
 
 def interrupt_row(record: InterruptRecord) -> Interrupt:
