@@ -173,7 +173,7 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     require_person(actor)
     responses = function_response_list(responses)
     invocation_id = _accept(responses, actor)
-    return _invocation(invocation_id)
+    return _invocation_read_on_use(invocation_id)
 
 
 @functools.cache
@@ -188,6 +188,24 @@ def _invocation(invocation_id: Any) -> Invocation:
     query cost more than reading the row)."""
     key = Invocation._meta.pk.get_db_prep_value(invocation_id, connection)
     return Invocation.objects.raw(_invocation_query(), [key])[0]
+
+
+def _invocation_read_on_use(invocation_id: Any) -> Invocation:
+    """The invocation, read from the database (every field in one query) when a field
+    other than its id is first used: a caller that keeps only the id pays no read after
+    the resume; one that reads it (the API's reply) sees it as it is then."""
+    pk = Invocation._meta.pk
+    invocation = Invocation.from_db(connection.alias, [pk.attname], [pk.to_python(invocation_id)])
+    # Django reads a deferred field alone, calling refresh_from_db: all of them instead.
+    invocation.refresh_from_db = functools.partial(_read_deferred, invocation)  # type: ignore[method-assign]
+    return invocation
+
+
+def _read_deferred(invocation: Invocation, *args: Any, **kwargs: Any) -> None:
+    del invocation.refresh_from_db  # read once: from now on, Django's own
+    fresh = _invocation(invocation.pk).__dict__
+    for field in Invocation._meta.concrete_fields:
+        invocation.__dict__.setdefault(field.attname, fresh[field.attname])
 
 
 @write_transaction
