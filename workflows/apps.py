@@ -1,4 +1,17 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db import connections
+from django.db.models.signals import post_migrate
+
+
+def install_store_functions(using: str = "default", **kwargs: Any) -> None:
+    """The store's server-side function on PostgreSQL, of the installed code's shape,
+    (re)created after every migrate (workflows/store/functions.py)."""
+    if connections[using].vendor == "postgresql":
+        from .store import functions
+
+        functions.install(using)
 
 
 class WorkflowsConfig(AppConfig):
@@ -22,3 +35,4 @@ class WorkflowsConfig(AppConfig):
         task_mode.connect()  # a worker that could receive no task refuses to start
         log.connect()  # the invocation id on a worker's log records
         worker_connections.connect()  # a worker keeps its database connections
+        post_migrate.connect(install_store_functions, sender=self)

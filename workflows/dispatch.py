@@ -57,6 +57,12 @@ def send(name: str, args: list[Any], **options: Any) -> None:
         current_app.tasks[name].apply_async(args=args, **options)
 
 
+def runs_in_process() -> bool:
+    """Whether a run enqueued now executes in this process, in this thread, once the
+    transaction commits (Celery's eager mode, the embedded default)."""
+    return bool(current_app.conf.task_always_eager)
+
+
 def send_run(invocation_id: Any) -> None:
     """Publish a run of the invocation now; a failure to publish is logged, not raised."""
     try:

@@ -56,7 +56,13 @@ from .policy import (
 from .registry import registry
 from .signals import decision_recorded
 from .transactions import locked_checkpoint, store, write_transaction
-from .worker import execute, expire_overdue_interrupts, fail, recover_stalled
+from .worker import (
+    enqueue_run_here,
+    execute,
+    expire_overdue_interrupts,
+    fail,
+    recover_stalled,
+)
 
 __all__ = [
     "cancel",
@@ -154,7 +160,7 @@ def _create_invocation(
             "input_hash": sha256_hex(canonical_json(node_input)),
         },
     )
-    enqueue_run(invocation.pk)
+    enqueue_run_here(store(), invocation.pk, new=True)
     return invocation
 
 
@@ -174,7 +180,7 @@ def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) ->
     require_person(actor)
     responses = function_response_list(responses)
     invocation_id = _accept(responses, actor)
-    return _invocation(invocation_id)
+    return _invocation_read_on_use(invocation_id)
 
 
 @functools.cache
@@ -189,6 +195,24 @@ def _invocation(invocation_id: Any) -> Invocation:
     query cost more than reading the row)."""
     key = Invocation._meta.pk.get_db_prep_value(invocation_id, connection)
     return Invocation.objects.raw(_invocation_query(), [key])[0]
+
+
+def _invocation_read_on_use(invocation_id: Any) -> Invocation:
+    """The invocation, read from the database (every field in one query) when a field
+    other than its id is first used: a caller that keeps only the id pays no read after
+    the resume; one that reads it (the API's reply) sees it as it is then."""
+    pk = Invocation._meta.pk
+    invocation = Invocation.from_db(connection.alias, [pk.attname], [pk.to_python(invocation_id)])
+    # Django reads a deferred field alone, calling refresh_from_db: all of them instead.
+    invocation.refresh_from_db = functools.partial(_read_deferred, invocation)  # type: ignore[method-assign]
+    return invocation
+
+
+def _read_deferred(invocation: Invocation, *args: Any, **kwargs: Any) -> None:
+    del invocation.refresh_from_db  # read once: from now on, Django's own
+    fresh = _invocation(invocation.pk).__dict__
+    for field in Invocation._meta.concrete_fields:
+        invocation.__dict__.setdefault(field.attname, fresh[field.attname])
 
 
 @write_transaction
@@ -243,7 +267,7 @@ def _store_answers(
                 on_behalf_of=on_behalf_of.get(interrupt_id),
                 data={"response": answer},
             )
-        enqueue_run(acceptance.invocation_id)
+        enqueue_run_here(db, acceptance.invocation_id)
     return acceptance.invocation_id
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -20,7 +22,7 @@ from .conf import hitl_settings
 from .engine.errors import DefinitionChangedError
 from .engine.events import DefaultResponse
 from .engine.runner import Runner
-from .engine.state import WriteBatch
+from .engine.state import Checkpoint, WriteBatch
 from .engine.status import InterruptStatus, NodeStatus
 from .engine.transitions import expire_batch
 from .models import Interrupt, Invocation, NodeRun
@@ -48,6 +50,49 @@ def fail(invocation_id: Any, error: str) -> None:
     db.commit_sync(WriteBatch(record.id, invocation=record))
 
 
+class _HandedLeases(threading.local):
+    """Leases taken by a transaction that gave an invocation work, for the run this thread
+    executes once it commits: {invocation id: (owner, workflow version, checkpoint)}."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, tuple[str, str, Checkpoint]] = {}
+
+
+_handed = _HandedLeases()
+
+
+def enqueue_run_here(db: DjangoStore, invocation_id: Any, *, new: bool = False) -> None:
+    """`dispatch.enqueue_run`, taking the invocation's lease in the current transaction
+    when that run executes in this thread right after the commit (Celery eager, the
+    outermost transaction): the run then starts at once, without a lease transaction of
+    its own (on PostgreSQL a commit and two round trips: docs/performance.md). Not
+    taken (another run holds the lease, or one left it unfinished): the run takes it
+    itself, as in a worker. `new`: the invocation was created in this transaction."""
+    key = str(invocation_id)
+    taken = None
+    if dispatch.runs_in_process() and not connection.savepoint_ids:
+        # (Not in a caller's transaction: it may outlast the lease.)
+        owner = os.urandom(16).hex()
+        taken = db.take_free_lease_sync(key, owner, db.lease_seconds, new=new)
+    if taken is None:
+        dispatch.enqueue_run(invocation_id)
+        return
+    checkpoint, version = taken
+    # Handed over once committed (a rolled-back transaction leaves nothing behind), to
+    # the run enqueued next; a lease that run did not claim (it never executed) is given
+    # back, so the work waits for no lease to expire.
+    handed = (owner, version, checkpoint)
+    transaction.on_commit(lambda: _handed.runs.__setitem__(key, handed))
+    dispatch.enqueue_run(invocation_id)
+    transaction.on_commit(lambda: _give_back_unclaimed(key, owner), robust=True)
+
+
+def _give_back_unclaimed(key: str, owner: str) -> None:
+    if _handed.runs.get(key, (None,))[0] == owner:
+        del _handed.runs[key]
+        store().release_lease_sync(key, owner)
+
+
 def execute(invocation_id: str) -> float | None:
     """Run the engine for an invocation until it waits or finishes (the worker's job).
 
@@ -60,10 +105,15 @@ def execute(invocation_id: str) -> float | None:
     HITL["MAX_DELIVERIES"] in a row the invocation fails instead of looping forever.
     Deliveries that find another run alive count nothing.
     """
-    row = store().read_for_execution_sync(str(invocation_id))
-    if row is None:
-        return None
-    workflow_name, workflow_version, deliveries = row
+    handed = _handed.runs.pop(str(invocation_id), None)
+    if handed is None:
+        row = store().read_for_execution_sync(str(invocation_id))
+        if row is None:
+            return None
+        workflow_name, workflow_version, deliveries = row
+    else:  # leased where the work was given (lease_for_run_here): open, none unfinished
+        owner, workflow_version, checkpoint = handed
+        workflow_name, deliveries = checkpoint.invocation.workflow_name, 0
     if deliveries >= hitl_settings.MAX_DELIVERIES:
         fail(
             invocation_id,
@@ -81,6 +131,8 @@ def execute(invocation_id: str) -> float | None:
             ),
         )
     except (DefinitionChangedError, LookupError) as exc:
+        if handed is not None:
+            store().release_lease_sync(str(invocation_id), owner)
         fail(invocation_id, f"{type(exc).__name__}: {exc}")
         return None
     runner = Runner(
@@ -91,7 +143,8 @@ def execute(invocation_id: str) -> float | None:
         max_value_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
     try:
-        ran = _in_this_thread(runner.advance(str(invocation_id), wait=False))
+        leased = None if handed is None else (owner, checkpoint)
+        ran = _in_this_thread(runner.advance(str(invocation_id), wait=False, leased=leased))
     except Exception:
         Invocation.objects.open().filter(pk=invocation_id).update(
             unfinished_deliveries=F("unfinished_deliveries") + 1

@@ -62,6 +62,14 @@ CONFIGS = [
     Config(
         "hitl PostgreSQL prepared", "hitl", "postgres", PREPARED, database=scratch("h_perf_prep")
     ),
+    # The node transition as the one-statement CTE instead of the store's function.
+    Config(
+        "hitl PostgreSQL CTE",
+        "hitl",
+        "postgres",
+        {"store_function": False},
+        database=scratch("h_perf_cte"),
+    ),
     Config("LangGraph InMemorySaver", "langgraph", "memory", baseline="hitl memory"),
     Config("LangGraph SqliteSaver sync", "langgraph", "sqlite", baseline="hitl SQLite"),
     Config(

@@ -1,10 +1,14 @@
 """services: the one write path. Each bad submission raises a named error and leaves
 every table as it was."""
 
+import pickle
+
 import pytest
 from django.contrib.auth.models import Group
 from django.core import serializers
 from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.factories import StaffFactory
 from workflows import services
@@ -74,6 +78,23 @@ def test_answer_resumes_and_completes_with_the_routed_branch():
     assert question.resolved_by == user
     assert question.consumed
     assert not NodeRun.objects.filter(invocation=invocation, name="notify_rejection").exists()
+
+
+def test_the_returned_invocation_is_read_once_when_first_used():
+    invocation, question = waiting_expense()
+    returned = services.submit_function_responses([answer(question.id, {"approved": True})])
+    with CaptureQueriesContext(connection) as reads:
+        assert returned.pk == invocation.pk  # the id alone: no read
+    assert len(reads) == 0
+    Invocation.objects.filter(pk=invocation.pk).update(error="changed after the answer")
+    with CaptureQueriesContext(connection) as reads:
+        assert returned.status == NodeStatus.COMPLETED
+        assert returned.output["status"] == "reimbursed"
+        assert returned.error == "changed after the answer"  # as it is when read
+    assert len(reads) == 1  # every field at once
+    returned.refresh_from_db()  # Django's own from then on
+    assert returned.error == "changed after the answer"
+    assert pickle.loads(pickle.dumps(returned)).status == NodeStatus.COMPLETED
 
 
 def test_identical_repeat_is_an_idempotent_success():

@@ -28,7 +28,7 @@ from workflows.engine.state import (
 )
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
-from workflows.store import DjangoStore, rows
+from workflows.store import DjangoStore, functions, rows
 
 MODELS = {model._meta.db_table: model for model in (Invocation, NodeRun, SessionEvent, Interrupt)}
 # Words of the store's SQL that are not columns: keywords, functions, the parts of type
@@ -38,7 +38,7 @@ SQL_WORDS = {
     *("when", "then", "else", "end", "order", "by", "limit", "insert", "into", "values", "on"),
     *("conflict", "do", "update", "set", "excluded", "nothing", "returning", "with", "exists"),
     *("coalesce", "count", "true", "false", "for", "no", "key", "interval", "clock_timestamp"),
-    *("time", "zone", "precision"),
+    *("time", "zone", "precision", "unnest", "any"),
 }
 
 
@@ -61,7 +61,16 @@ def unknown_columns(sql: str) -> set[str]:
     known = set().union(*map(columns, tables))
     ctes = {name.lower() for name in re.findall(r"(\w+) AS \(", text)}
     aliases = {name.lower() for name in re.findall(r"\bAS (\w+)", text)}
-    return names - known - tables - ctes - aliases - SQL_WORDS
+    parameters = {name for name in names if name.startswith(("p_", "r_", "e_"))}
+    return names - known - tables - ctes - aliases - parameters - SQL_WORDS
+
+
+def as_run(store: DjangoStore, sql: str) -> list[str]:
+    """The statements `sql` runs: a call of the store's function (PostgreSQL) runs the
+    statements of its body, whose `p_`, `r_` and `e_` names are its parameters."""
+    if vendor(store.using) == "postgresql" and sql == functions.call(store.using):
+        return functions.statements(store.using)
+    return [sql]
 
 
 def record_statements(store: DjangoStore) -> list[str]:
@@ -75,7 +84,7 @@ def record_statements(store: DjangoStore) -> list[str]:
             self._inner = inner
 
         def execute(self, sql: str, params: Any = None) -> None:
-            recorded.append(sql)
+            recorded.extend(as_run(store, sql))
             self._inner.execute(sql, params)
 
         def __getattr__(self, name: str) -> Any:
@@ -94,7 +103,7 @@ def record_statements(store: DjangoStore) -> list[str]:
         pipeline = dialect.pipeline
 
         def recording_pipeline(statements: list[tuple[str, Any]]) -> Any:
-            recorded.extend(sql for sql, _ in statements)
+            recorded.extend(s for sql, _ in statements for s in as_run(store, sql))
             return pipeline(statements)
 
         dialect.pipeline = recording_pipeline

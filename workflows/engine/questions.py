@@ -40,6 +40,8 @@ def effect_question_id(idempotency_key: str, effect_name: str, attempt: int) -> 
 
 def own_answers(idempotency_key: str, answers: dict[str, Any]) -> dict[str, Any]:
     """The answers in `answers` to the node run's own questions."""
+    if not answers:
+        return {}  # most node runs: no uuid5 of the key
     prefix = _prefix(idempotency_key) + "-"
     return {i: v for i, v in answers.items() if i.startswith(prefix)}
 

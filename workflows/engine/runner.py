@@ -131,15 +131,26 @@ class Runner:
         await self.advance(invocation_id)
         return await self.result(invocation_id)
 
-    async def advance(self, invocation_id: str, *, wait: bool = True) -> bool:
+    async def advance(
+        self,
+        invocation_id: str,
+        *,
+        wait: bool = True,
+        leased: tuple[str, Checkpoint] | None = None,
+    ) -> bool:
         """Execute whatever the invocation has to do now, under its execution lease.
 
         With `wait=False`, return False at once when another run holds the lease (that run
         picks up any answer accepted before it releases the lease); else return True.
+        `leased`: the lease is taken already, by this owner, with this checkpoint.
         """
-        owner = os.urandom(16).hex()  # unique, and cheaper than a UUID
+        # A new owner: unique, and cheaper than a UUID.
+        owner, handed = leased if leased is not None else (os.urandom(16).hex(), None)
         while True:
-            checkpoint = await self.store.acquire_lease(invocation_id, owner, self.lease_ttl)
+            checkpoint = handed or await self.store.acquire_lease(
+                invocation_id, owner, self.lease_ttl
+            )
+            handed = None
             if checkpoint is None:
                 if not wait:
                     return False

@@ -339,6 +339,26 @@ class DjangoStore(AgentActions):
             raise InvocationNotFoundError(invocation_id)
         return None
 
+    def take_free_lease_sync(
+        self, invocation_id: str, owner: str, ttl: float, *, new: bool = False
+    ) -> tuple[Checkpoint, str] | None:
+        """In the caller's transaction, take the lease of an open invocation no run holds
+        (see statements.take_free_lease) and read the checkpoint a run needs; with it, the
+        invocation's workflow version. `new`: created in this transaction, so it has no
+        node runs and no interrupts to read. None: not taken."""
+        pk = self.dialect.pk(invocation_id)
+        take = sql.take_free_lease(pk, owner, self.dialect.lease_expiry(timezone.now(), ttl))
+        taken: tuple[tuple, list, list] | None
+        if new:
+            rows = self.dialect.select(take)
+            taken = (rows[0], [], []) if rows else None
+        else:
+            taken = self.dialect.take_lease(take, self._checkpoint_reads(invocation_id, True))
+        if taken is None:
+            return None
+        invocation_row, runs, interrupts = taken
+        return checkpoint_from(invocation_row[:-1], runs, interrupts, True), invocation_row[-1]
+
     def renew_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
         """Extend `owner`'s lease by `ttl` from now. False: another run holds the lease, or
         the invocation is finished; None: the row is not visible here (not committed yet)."""

@@ -21,9 +21,10 @@ from django.db import connections
 from ..conf import hitl_settings
 from ..engine.state import WriteBatch
 from ..models import NodeRun, SessionEvent
+from . import functions
 from .actions import has_actions
 from .dialect import Checked, Dialect
-from .rows import EVENT_COLUMNS, NODE_RUN_COLUMNS, event_values, node_run_values
+from .rows import EVENT_COLUMNS, NODE_RUN_COLUMNS, dumps, event_values, node_run_values
 from .statements import (
     INSERT_EVENTS,
     INSERT_NODE_RUNS,
@@ -48,6 +49,12 @@ def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
     its types from the target table)."""
     types = {f.column: f.db_type(connections[using]) for f in model._meta.concrete_fields}
     return ", ".join(f"CAST(%s AS {types[c]})" for c in columns)
+
+
+def _columns(values: list[Any], columns: list[str]) -> list[list[Any]]:
+    """Row-after-row values as one list per column, but the first (the invocation id)."""
+    width = len(columns)
+    return [values[index::width] for index in range(1, width)]
 
 
 def _is_step(batch: WriteBatch) -> bool:
@@ -150,8 +157,14 @@ class PostgreSQLDialect(Dialect):
 
     def step(self, batch: WriteBatch, now: datetime, lease_seconds: float) -> Statement | None:
         """A node-run transition as one statement: one round trip, atomic by itself.
-        Every write in it is conditional on the invocation UPDATE (lease held, open)."""
-        if not _is_step(batch) or not _fits_one_statement(batch):
+        Every write in it is conditional on the invocation UPDATE (lease held, open).
+        The store's function when installed (functions.py: its plans kept by the
+        server), else a CTE."""
+        if not _is_step(batch):
+            return None
+        if functions.installed(self.using):
+            return self._function_step(batch, now, lease_seconds)
+        if not _fits_one_statement(batch):
             return None
         pk = self.pk(batch.invocation_id)
         invocation_sql, params = invocation_update(batch, pk, now, lease_seconds, self)
@@ -180,6 +193,27 @@ class PostgreSQLDialect(Dialect):
             parts.append(f"deferred AS ({sql} AND {IF_WRITTEN})")
             params += values
         return f"WITH {', '.join(parts)} SELECT count(*) FROM inv", params
+
+    def _function_step(self, batch: WriteBatch, now: datetime, lease_seconds: float) -> Statement:
+        """The call of the store's function: the node runs' and events' values as one
+        array per column (their invocation id is the function's first argument)."""
+        pk, stamp, invocation = (
+            self.pk(batch.invocation_id),
+            self.adapt_datetime(now),
+            batch.invocation,
+        )
+        params: list[Any] = [pk, batch.lease_owner, float(lease_seconds), batch.release_lease]
+        if invocation is None:
+            params += [False, None, None, None, False]
+        else:
+            output = dumps(invocation.output)
+            final = invocation.status.is_final
+            params += [True, invocation.status, output, invocation.error or "", final]
+        params.append(stamp)
+        params += _columns(node_run_values(pk, batch.node_runs.items(), stamp), NODE_RUN_COLUMNS)
+        params += _columns(event_values(pk, batch.events), EVENT_COLUMNS)
+        params += [sorted(batch.consumed), sorted(batch.deferred)]
+        return functions.call(self.using), params
 
     def take_lease(
         self, take: Statement, reads: tuple[Statement, Statement]

@@ -300,6 +300,20 @@ def take_lease(pk: Any, owner: str, expiry: Statement, clock: Statement) -> Stat
     )
 
 
+def take_free_lease(pk: Any, owner: str, expiry: Statement) -> Statement:
+    """Take the lease of an open invocation that no run holds and none left unfinished
+    (a run about to start in this process, in the transaction that gave it work);
+    RETURNING the invocation and its workflow version."""
+    until, until_params = expiry
+    return (
+        f"UPDATE {INVOCATIONS} SET lease_owner = %s, lease_expires_at = {until}, "
+        f"recovery_enqueued_at = NULL WHERE id = %s AND lease_owner = '' "
+        f"AND unfinished_deliveries = 0 AND {IS_OPEN} "
+        f"RETURNING {INVOCATION_SELECT}, workflow_version",
+        [owner, *until_params, pk, *OPEN_STATUSES],
+    )
+
+
 def renew_lease(pk: Any, owner: str, expiry: Statement) -> Statement:
     until, until_params = expiry
     return (

@@ -108,6 +108,10 @@ class HitlSystem:
         for workflow in WORKFLOWS.values():
             registry.register(workflow)
         connection.ensure_connection()
+        if not options.get("store_function", True):
+            from workflows.store import functions
+
+            functions._installed[connection.alias] = False
         if backend == "sqlite":
             self.counter = SqliteCommits()
             self.counter.attach(connection.connection)
