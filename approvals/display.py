@@ -181,13 +181,19 @@ def countdown(deadline: datetime | None) -> SafeString:
     """The deadline as a <time> the page's script counts down; the text works without it."""
     if deadline is None:
         return mark_safe('<span class="quiet">no deadline</span>')
+    return _relative_time(deadline, "hitl-deadline", "in", depth=2)
+
+
+def _relative_time(when: datetime, css_class: str, ahead: str, *, depth: int) -> SafeString:
+    """A <time> saying how far `when` is ("<ahead> 3 hours"), or "overdue by 2 hours" with
+    the class `overdue` once it has passed."""
     now = timezone.now()
-    if deadline > now:
-        text, overdue = f"in {timeuntil(deadline, now, depth=2)}", ""
+    if when > now:
+        text, overdue = f"{ahead} {timeuntil(when, now, depth=depth)}", ""
     else:
-        text, overdue = f"overdue by {timesince(deadline, now, depth=2)}", " overdue"
+        text, overdue = f"overdue by {timesince(when, now, depth=depth)}", " overdue"
     return format_html(
-        '<time class="hitl-deadline{}" datetime="{}">{}</time>', overdue, deadline.isoformat(), text
+        '<time class="{}{}" datetime="{}">{}</time>', css_class, overdue, when.isoformat(), text
     )
 
 
@@ -201,14 +207,7 @@ def due_badge(due_at: datetime | None) -> SafeString:
     in red; nothing when there is none."""
     if due_at is None:
         return mark_safe("")
-    now = timezone.now()
-    if due_at > now:
-        text, overdue = f"due in {timeuntil(due_at, now, depth=1)}", ""
-    else:
-        text, overdue = f"overdue by {timesince(due_at, now, depth=1)}", " overdue"
-    return format_html(
-        '<time class="hitl-due{}" datetime="{}">{}</time><br>', overdue, due_at.isoformat(), text
-    )
+    return format_html("{}<br>", _relative_time(due_at, "hitl-due", "due in", depth=1))
 
 
 def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:

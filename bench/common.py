@@ -1,6 +1,6 @@
 """What every benchmark here shares: the percentile they report, the machine they ran on,
-progress lines on stderr (the tables go to stdout), and a store that counts its reads and
-commits (the engine tests count them too)."""
+progress lines on stderr (the tables go to stdout), a fresh database to seed, and a store
+that counts its reads and commits (the engine tests count them too)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,17 @@ def postgres_version() -> str:
 
 def progress(message: str) -> None:
     print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def build_database(*, migrate: bool = False) -> str:
+    """A fresh database named as the settings name it, its tables made from the models
+    (or by the migrations, with the PostgreSQL-only indexes they add); returns its name."""
+    from django.db import connection
+
+    name = connection.settings_dict["NAME"]
+    connection.settings_dict["TEST"].update(NAME=name, MIGRATE=migrate)
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    return name
 
 
 class CountingStore:

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import machine, percentile, postgres_version  # noqa: E402
+from bench.common import build_database, machine, percentile, postgres_version  # noqa: E402
 
 DATABASE_URL = os.environ.get(
     "HITL_BENCH_DASHBOARD_DATABASE_URL",
@@ -50,15 +50,6 @@ def setup_django() -> None:
 
     django.setup()
     setup_test_environment()
-
-
-def build_database() -> str:
-    from django.db import connection
-
-    name = connection.settings_dict["NAME"]
-    connection.settings_dict["TEST"].update(NAME=name, MIGRATE=False)
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return name
 
 
 def seed(decisions: int) -> object:

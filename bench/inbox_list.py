@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import machine, percentile, postgres_version  # noqa: E402
+from bench.common import build_database, machine, percentile, postgres_version  # noqa: E402
 
 DATABASE_URL = os.environ.get(
     "HITL_BENCH_INBOX_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/hitl_bench_inbox"
@@ -109,17 +109,6 @@ def setup_django() -> None:
 
     django.setup()
     setup_test_environment()  # the test client's host, and response.context
-
-
-def build_database() -> str:
-    """A fresh database, migrated (the PostgreSQL-only indexes come with a migration);
-    returns its name."""
-    from django.db import connection
-
-    name = connection.settings_dict["NAME"]
-    connection.settings_dict["TEST"].update(NAME=name, MIGRATE=True)
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return name
 
 
 def seed(rows: int) -> object:
@@ -221,7 +210,7 @@ def main() -> None:
         name = connection.settings_dict["NAME"]
         approver = User.objects.get(username="approver")
     else:
-        name = build_database()
+        name = build_database(migrate=True)
         approver = seed(args.rows)
     seeded = time.perf_counter() - started
     client = Client()

@@ -4,7 +4,6 @@ against the count the first left. Two assertions with the same count (a cloned
 authenticator) never both pass."""
 
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -12,6 +11,7 @@ from django.db import connection
 from tests.asking import ask
 from tests.integration.test_concurrency import THREAD_TIMEOUT
 from tests.integration.worker import require_postgres
+from tests.locking import waits_on_a_lock
 from tests.passkeys.conftest import enrol, signature
 from workflows import passkeys, services
 from workflows.models import Decision, PasskeyCredential
@@ -20,10 +20,6 @@ from workflows.passkeys import SignatureRefused
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 YES = {"approved": True}
-WAITING_ON_A_LOCK = (
-    "SELECT count(*) FROM pg_stat_activity "
-    "WHERE wait_event_type = 'Lock' AND datname = current_database()"
-)
 
 
 def test_two_decisions_signed_with_one_count_are_checked_in_turn(alice, monkeypatch):
@@ -62,11 +58,7 @@ def test_two_decisions_signed_with_one_count_are_checked_in_turn(alice, monkeypa
     two.start()
     # The second decision waits on the passkey's row (without the lock it would not wait,
     # finish, and both would pass).
-    waited, deadline = False, time.monotonic() + THREAD_TIMEOUT
-    with connection.cursor() as cursor:
-        while two.is_alive() and not waited and time.monotonic() < deadline:
-            cursor.execute(WAITING_ON_A_LOCK)
-            waited = cursor.fetchone()[0] > 0
+    waited = waits_on_a_lock(two, THREAD_TIMEOUT)
     release.set()
     one.join(THREAD_TIMEOUT)
     two.join(THREAD_TIMEOUT)

@@ -3,7 +3,6 @@ delegator's row is locked while the overlap is checked, so the second waits for 
 and is refused; they never both pass."""
 
 import threading
-import time
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -11,17 +10,13 @@ from django.db import connection
 
 from tests.integration.test_concurrency import THREAD_TIMEOUT
 from tests.integration.worker import require_postgres
+from tests.locking import waits_on_a_lock
 from tests.people.conftest import window
 from workflows import services
 from workflows.audit import trail
 from workflows.models import Delegation
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-WAITING_ON_A_LOCK = (
-    "SELECT count(*) FROM pg_stat_activity "
-    "WHERE wait_event_type = 'Lock' AND datname = current_database()"
-)
 
 
 def test_two_overlapping_delegations_at_once_are_checked_in_turn(ada, bob, monkeypatch):
@@ -55,11 +50,7 @@ def test_two_overlapping_delegations_at_once_are_checked_in_turn(ada, bob, monke
     two.start()
     # Without the lock the second would not wait: it would miss the first's uncommitted
     # row, and both would be made.
-    waited, deadline = False, time.monotonic() + THREAD_TIMEOUT
-    with connection.cursor() as cursor:
-        while two.is_alive() and not waited and time.monotonic() < deadline:
-            cursor.execute(WAITING_ON_A_LOCK)
-            waited = cursor.fetchone()[0] > 0
+    waited = waits_on_a_lock(two, THREAD_TIMEOUT)
     release.set()
     one.join(THREAD_TIMEOUT)
     two.join(THREAD_TIMEOUT)
