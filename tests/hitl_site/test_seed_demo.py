@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from approvals.figures import dashboard_figures
 from approvals.models import inbox
-from hitl_site.decision_history import HISTORY, KEY_PREFIX
 from workflows.models import Decision, Delegation, Interrupt, Invocation
 from workflows.policy import answer_policy
 
@@ -40,7 +39,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         assert not approver.has_perm("workflows.cancel_invocation")
     approver, approver2 = approvers
 
-    seeded = Invocation.objects.exclude(idempotency_key__startswith=KEY_PREFIX)
+    seeded = Invocation.objects.exclude(idempotency_key__startswith=demo_history().KEY_PREFIX)
     statuses = sorted(seeded.values_list("workflow_name", "status"))
     assert statuses == [
         ("content_moderation", "WAITING"),
@@ -109,16 +108,24 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     }
 
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert seeded.count() == 12 and history().count() == len(HISTORY)
+    assert seeded.count() == 12 and history().count() == len(demo_history().HISTORY)
+
+
+def demo_history():
+    """The demo's decision history: imported when a test runs, not when the module is
+    collected (importing the demo makes its Celery app current; demo_project undoes that)."""
+    from hitl_site import decision_history
+
+    return decision_history
 
 
 def history():
-    return Invocation.objects.filter(idempotency_key__startswith=KEY_PREFIX)
+    return Invocation.objects.filter(idempotency_key__startswith=demo_history().KEY_PREFIX)
 
 
 def test_seed_demo_decided_questions_in_the_weeks_before_for_the_dashboard():
     call_command("seed_demo", stdout=StringIO())
-    assert history().filter(status="COMPLETED").count() == len(HISTORY)
+    assert history().filter(status="COMPLETED").count() == len(demo_history().HISTORY)
     figures = dashboard_figures(days=90)
     approvers = {approver.name: approver for approver in figures.approvers}
     assert approvers["approver"].rubber_stamp  # every expense approved within seconds
