@@ -203,6 +203,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workflows.tasks.escalate_interrupts",
         "schedule": timedelta(seconds=30),
     },
+    # Delegations made to start later are announced to the delegate when they start.
+    "hitl-announce-delegations": {
+        "task": "workflows.tasks.announce_delegations",
+        "schedule": timedelta(seconds=30),
+    },
     "hitl-purge-idempotency-keys": {
         "task": "workflows.tasks.purge_idempotency_keys",
         "schedule": timedelta(hours=1),

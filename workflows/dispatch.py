@@ -17,6 +17,7 @@ logger = logging.getLogger(__name__)
 RUN_INVOCATION = "workflows.tasks.run_invocation"
 EXPIRE_OVERDUE_INTERRUPTS = "workflows.tasks.expire_overdue_interrupts"
 ESCALATE_INTERRUPTS = "workflows.tasks.escalate_interrupts"
+ANNOUNCE_DELEGATIONS = "workflows.tasks.announce_delegations"
 RECOVER_STALLED = "workflows.tasks.recover_stalled"
 DELIVER_WEBHOOK = "workflows.tasks.deliver_webhook"
 PURGE_IDEMPOTENCY_KEYS = "workflows.tasks.purge_idempotency_keys"

@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 PERIODIC_TASKS = {
     "workflows.tasks.expire_overdue_interrupts",
     "workflows.tasks.escalate_interrupts",
+    "workflows.tasks.announce_delegations",
     "workflows.tasks.recover_stalled",
 }
 

@@ -22,6 +22,9 @@ class Delegation(models.Model):
     ends_at = models.DateTimeField()
     workflows = models.JSONField(default=list, blank=True, help_text="empty: every workflow")
     ended_at = models.DateTimeField(null=True, blank=True)
+    # When its delegate was told it started: at creation when it starts at once, else by
+    # the periodic sweep (`announce_delegations`) once `starts_at` has passed.
+    announced_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -45,7 +45,7 @@ from .engine.transitions import (
 from .grants import edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .people.escalation import escalate_interrupts
-from .people.out_of_office import delegate, end_delegation
+from .people.out_of_office import announce_delegations, delegate, end_delegation
 from .policy import (
     CANCEL_PERMISSION,
     RETRY_PERMISSION,
@@ -65,6 +65,7 @@ from .worker import (
 )
 
 __all__ = [
+    "announce_delegations",
     "cancel",
     "claim",
     "decide",

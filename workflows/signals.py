@@ -10,8 +10,9 @@
   invocation and path) or was revoked ("grant.revoked").
 - interrupt_escalated(interrupt_id, step): the sweep applied escalation step `step` (its
   index in the ladder; the step's `remind` and `assignees` say what it did).
-- delegation_changed(delegation_id, action): a delegation was made ("delegation.created")
-  or ended ("delegation.ended").
+- delegation_changed(delegation_id, action): a delegation was made ("delegation.created"),
+  began ("delegation.started": the sweep saw the start of one made to start later; sent
+  once per delegation) or ended ("delegation.ended").
 """
 
 from functools import partial
@@ -21,6 +22,8 @@ from django.db import transaction
 from django.dispatch import Signal
 
 from .engine.state import WriteBatch
+
+DELEGATION_STARTED = "delegation.started"  # delegation_changed's action for a later start
 
 interrupt_opened = Signal()
 interrupt_resolved = Signal()

@@ -9,7 +9,7 @@ from . import dispatch, webhooks, worker
 from .audit import documents
 from .conf import hitl_settings
 from .models import IdempotencyKey
-from .people import escalation, notifications
+from .people import escalation, notifications, out_of_office
 
 
 @shared_task(
@@ -37,6 +37,11 @@ def expire_overdue_interrupts() -> int:
 @shared_task(name=dispatch.ESCALATE_INTERRUPTS, ignore_result=True)
 def escalate_interrupts() -> int:
     return escalation.escalate_interrupts()
+
+
+@shared_task(name=dispatch.ANNOUNCE_DELEGATIONS, ignore_result=True)
+def announce_delegations() -> int:
+    return out_of_office.announce_delegations()
 
 
 @shared_task(name=dispatch.RECOVER_STALLED, ignore_result=True)

@@ -19,13 +19,14 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from django.utils import timezone
 
+from tests.factories import ApproverFactory
 from tests.project.celery import app as celery_app
 from workflows import services
 from workflows.audit.verify import check_checkpoint
 from workflows.conf import hitl_settings
 from workflows.engine import DefaultResponse, Escalation, RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
-from workflows.models import IdempotencyKey, Interrupt, Invocation
+from workflows.models import Delegation, IdempotencyKey, Interrupt, Invocation
 from workflows.registry import registry
 from workflows.tasks import run_invocation
 
@@ -109,6 +110,17 @@ def applies_due_escalation_steps(entry_name: str, request: pytest.FixtureRequest
     assert (stored.status, stored.escalation_step) == (InterruptStatus.PENDING, 1)
 
 
+def announces_started_delegations(entry_name: str, request: pytest.FixtureRequest) -> None:
+    ada, bob = (ApproverFactory(username=name) for name in ("ada", "bob"))
+    now = timezone.now()
+    later = services.delegate(
+        ada, bob, now + timedelta(hours=1), now + timedelta(days=1), actor=ada
+    )
+    Delegation.objects.filter(pk=later.pk).update(starts_at=now - timedelta(minutes=1))
+    assert run_scheduled(entry_name) == 1
+    assert Delegation.objects.get(pk=later.pk).announced_at is not None
+
+
 def purges_old_idempotency_keys(entry_name: str, request: pytest.FixtureRequest) -> None:
     user = get_user_model().objects.create_user("client")
     keys = {
@@ -140,6 +152,7 @@ JOBS: dict[str, Callable[[str, pytest.FixtureRequest], None]] = {
     "workflows.tasks.recover_stalled": recovers_stalled_work,
     "workflows.tasks.expire_overdue_interrupts": expires_overdue_questions,
     "workflows.tasks.escalate_interrupts": applies_due_escalation_steps,
+    "workflows.tasks.announce_delegations": announces_started_delegations,
     "workflows.tasks.purge_idempotency_keys": purges_old_idempotency_keys,
     "workflows.tasks.write_audit_checkpoint": writes_an_audit_checkpoint,
 }

@@ -232,7 +232,10 @@ def test_hitl_periodic_once_expires_overdue_questions_and_records_its_heartbeat(
     )
     out = StringIO()
     call_command("hitl_periodic", "--once", stdout=out)
-    printed = "expired 1 question(s), applied 0 escalation step(s), re-enqueued 0 run(s)"
+    printed = (
+        "expired 1 question(s), applied 0 escalation step(s), "
+        "announced 0 delegation(s), re-enqueued 0 run(s)"
+    )
     assert printed in out.getvalue()
     question = Interrupt.objects.get(invocation=invocation)
     assert question.status == InterruptStatus.EXPIRED

@@ -54,8 +54,34 @@ class WorkflowSerializer(serializers.Serializer):
     graph = GraphSerializer()
 
 
+class EscalationStepSerializer(serializers.Serializer):
+    """One step of a question's escalation ladder, as the node asked it."""
+
+    after = serializers.FloatField(help_text="Seconds after the question was asked.")
+    remind = serializers.BooleanField(help_text="Whether the step reminds the assignees.")
+    assignees = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="Who the question is for from this step on; null: unchanged.",
+    )
+
+
 class InterruptSummarySerializer(serializers.ModelSerializer):
     workflow = serializers.CharField(source="workflow_name")
+    escalation = EscalationStepSerializer(
+        many=True,
+        read_only=True,
+        help_text="The escalation ladder, in the order its steps apply (empty: none).",
+    )
+    escalation_step = serializers.IntegerField(
+        read_only=True, help_text="How many steps of the ladder have been applied."
+    )
+    next_escalation_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When the next step is due (null: none left); a question no longer "
+        "pending takes no further step.",
+    )
     claimed_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True
     )
@@ -81,6 +107,9 @@ class InterruptSummarySerializer(serializers.ModelSerializer):
             "claimed_at",
             "priority",
             "due_at",
+            "escalation",
+            "escalation_step",
+            "next_escalation_at",
             "deadline",
             "created_at",
             "resolved_by",

@@ -142,7 +142,9 @@ def on_interrupt_resolved(sender: Any, interrupt_id: str, status: str, **kwargs:
 
 @_guarded
 def on_delegation_changed(sender: Any, delegation_id: Any, action: str, **kwargs: Any) -> None:
-    if action == actions.DELEGATION_CREATED:
+    # Created: told at once when it is active (delivery finds nothing for one that starts
+    # later); started: the sweep saw a later start come.
+    if action in (actions.DELEGATION_CREATED, signals.DELEGATION_STARTED):
         enqueue(DELEGATED, [], delegation_id=delegation_id)
 
 

@@ -8,6 +8,11 @@ for the same work), but the same delegator and delegate may not have two delegat
 windows and workflows overlap; the second is refused, naming the first (end it, or choose
 another window). Creations for one delegator are serialised on the delegator's user row, so
 two racing requests cannot both pass that check.
+
+Announcing: the delegate is told (signal `delegation_changed`, then the "delegated"
+notification of the delegator's questions) when the delegation starts: at once for one
+that is active when made, else by the periodic `announce_delegations` once `starts_at` has
+passed, exactly once (`Delegation.announced_at`, set by a conditional UPDATE).
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
 from ..policy import ANSWER_PERMISSION, answer_policy, delegation_policy
 from ..registry import registry
-from ..signals import delegation_changed
+from ..signals import DELEGATION_STARTED, delegation_changed
 from ..transactions import write_transaction
 
-__all__ = ["checked_delegation", "delegate", "end_delegation"]
+__all__ = ["announce_delegations", "checked_delegation", "delegate", "end_delegation"]
+
+# Delegations announced per sweep (the earliest started first); the rest wait for the next.
+ANNOUNCE_BATCH = 500
 
 
 def _refuse(field: str, message: str) -> ValidationError:
@@ -124,10 +132,10 @@ def _summary(delegation: Delegation) -> dict[str, Any]:
     }
 
 
-def _announce(delegation: Delegation, action: str) -> None:
+def _announce(delegation_id: Any, action: str) -> None:
     transaction.on_commit(
         lambda: delegation_changed.send_robust(
-            sender=Delegation, delegation_id=delegation.pk, action=action
+            sender=Delegation, delegation_id=delegation_id, action=action
         ),
         robust=True,
     )
@@ -165,6 +173,7 @@ def delegate(
             f" (delegation {existing.pk}) in workflows that overlap; end it or choose "
             "another window",
         )
+    now = timezone.now()
     delegation = Delegation.objects.create(
         delegator=delegator,
         delegate=delegate,
@@ -172,9 +181,11 @@ def delegate(
         ends_at=ends_at,
         workflows=names,
         created_by=actor,
+        # Active already: announced by this transaction's signal, never by the sweep.
+        announced_at=now if starts_at <= now else None,
     )
     trail.record(actions.DELEGATION_CREATED, actor=actor, data=_summary(delegation))
-    _announce(delegation, actions.DELEGATION_CREATED)
+    _announce(delegation.pk, actions.DELEGATION_CREATED)
     return delegation
 
 
@@ -208,5 +219,32 @@ def end_delegation(delegation: Delegation | Any, *, actor: Any) -> Delegation:
         actor=actor,
         data={**_summary(locked), "ended_at": now.isoformat()},
     )
-    _announce(locked, actions.DELEGATION_ENDED)
+    _announce(locked.pk, actions.DELEGATION_ENDED)
     return locked
+
+
+def announce_delegations(now: datetime | None = None) -> int:
+    """Announce each delegation that has started by `now` (default: now), is still
+    running and was not announced yet: signal `delegation_changed` with action
+    "delegation.started" after commit, once per delegation however many sweeps run at
+    once. The number announced."""
+    now = now or timezone.now()
+    started = Delegation.objects.filter(
+        announced_at__isnull=True, ended_at__isnull=True, starts_at__lte=now, ends_at__gt=now
+    ).order_by("starts_at")
+    announced = 0
+    for delegation_id in started.values_list("pk", flat=True)[:ANNOUNCE_BATCH]:
+        announced += _announce_started(delegation_id, now)
+    return announced
+
+
+@write_transaction
+def _announce_started(delegation_id: Any, now: datetime) -> int:
+    # Conditional on still being unannounced and running: a racing sweep waits on the
+    # row's lock and then matches nothing; an end_delegation committed first wins too.
+    marked = Delegation.objects.filter(
+        pk=delegation_id, announced_at__isnull=True, ended_at__isnull=True, ends_at__gt=now
+    ).update(announced_at=now)
+    if marked:
+        _announce(delegation_id, DELEGATION_STARTED)
+    return marked

@@ -1,8 +1,8 @@
 """The periodic jobs without Celery beat: expire overdue questions, apply due escalation
-steps and re-enqueue stalled work every few seconds, and write an audit checkpoint every
-AUDIT_CHECKPOINT_SECONDS when AUDIT_CHECKPOINT_PATH is set. For the embedded default (eager
-Celery, no beat); with a broker, run `celery beat` instead (running both is harmless, only
-redundant)."""
+steps, announce delegations that have started and re-enqueue stalled work every few
+seconds, and write an audit checkpoint every AUDIT_CHECKPOINT_SECONDS when
+AUDIT_CHECKPOINT_PATH is set. For the embedded default (eager Celery, no beat); with a
+broker, run `celery beat` instead (running both is harmless, only redundant)."""
 
 import logging
 import os
@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 class Command(BaseCommand):
     help = (
         "Run the periodic jobs (services.expire_overdue_interrupts, services."
-        "escalate_interrupts and services.recover_stalled) every --interval seconds until "
-        "stopped; --once runs them once."
+        "escalate_interrupts, services.announce_delegations and services.recover_stalled) "
+        "every --interval seconds until stopped; --once runs them once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -54,16 +54,17 @@ class Command(BaseCommand):
         try:
             expired = services.expire_overdue_interrupts()
             escalated = services.escalate_interrupts()
+            announced = services.announce_delegations()
             recovered = services.recover_stalled()
         except DatabaseError:
             # A locked or unreachable database now is no reason to stop: try next round.
             logger.exception("periodic jobs failed; trying again next round")
             return
         heartbeat.record(Heartbeat.PERIODIC, name)
-        if expired or escalated or recovered:
+        if expired or escalated or announced or recovered:
             self.stdout.write(
                 f"expired {expired} question(s), applied {escalated} escalation step(s), "
-                f"re-enqueued {recovered} run(s)"
+                f"announced {announced} delegation(s), re-enqueued {recovered} run(s)"
             )
 
     def write_checkpoint(self) -> None:
