@@ -295,7 +295,7 @@ class Context:
         self.checkpoint_due = False  # commit before the body runs (set by the runner)
         self.requests: list[RequestInput] = []  # interrupts raised by this execution
         self.recorded_call_ids: set[str] = set()  # raised by a yielded Event already written
-        self._dynamic_run_ids: dict[str, int] = defaultdict(int)
+        self._dynamic_run_ids: dict[str, int] = {}
         # Answers to the run's own questions (its gate, its effects in doubt): kept apart
         # from `resume_inputs`, which holds the answers to what its body asked.
         self.own_answers: dict[str, Any] = {}
@@ -389,8 +389,8 @@ class Context:
 
         if run_id is None:
             # Deterministic per execution, so a re-run maps each call to the same child.
-            self._dynamic_run_ids[node.name] += 1
-            run_id = self._dynamic_run_ids[node.name]
+            run_id = self._dynamic_run_ids.get(node.name, 0) + 1
+            self._dynamic_run_ids[node.name] = run_id
         return await run_child(self, node, node_input, run_id)
 
     def __repr__(self) -> str:

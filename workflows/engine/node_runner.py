@@ -140,7 +140,6 @@ class NodeRunner:
         while True:
             ctx.output, ctx.route = self.prior_output, prior_route
             ctx.interrupt_ids = set(carried_ids)
-            ctx.requests, ctx.recorded_call_ids, ctx.effect_names = [], set(), set()
             save(NodeStatus.RUNNING)
             # Committed before the body starts (with its first step, when the store can).
             ctx.checkpoint_due = node.checkpoint_before_run
@@ -184,6 +183,8 @@ class NodeRunner:
                     return ctx
                 await asyncio.sleep(delay)
                 ctx.attempt += 1
+                # What the failed attempt raised and did is not the next one's.
+                ctx.requests, ctx.recorded_call_ids, ctx.effect_names = [], set(), set()
                 continue
             break
 

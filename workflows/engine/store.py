@@ -189,11 +189,17 @@ class InMemoryStore:
         invocation = self.invocations.get(invocation_id)
         if invocation is None:
             return None
+        runs = self.node_runs[invocation_id]
+        return self._checkpoint(invocation, {path: copy_node_run(s) for path, s in runs.items()})
+
+    def _checkpoint(
+        self, invocation: InvocationRecord, node_runs: dict[str, NodeRunState]
+    ) -> Checkpoint:
         return Checkpoint(
             invocation=copied(invocation),
-            node_runs={path: copy_node_run(s) for path, s in self.node_runs[invocation_id].items()},
+            node_runs=node_runs,
             interrupts={
-                i: copied(self.interrupts[i]) for i in self._open_interrupts[invocation_id]
+                i: copied(self.interrupts[i]) for i in self._open_interrupts[invocation.id]
             },
         )
 
@@ -225,9 +231,9 @@ class InMemoryStore:
             self.node_runs[invocation_id] = {}
             self.events[invocation_id] = []
             self._open_interrupts[invocation_id] = set()
-        runs = self.node_runs[invocation_id]
-        for path, state in batch.node_runs.items():
-            runs[path] = copy_node_run(state)
+        # Kept as given: the engine builds a new state for each save and never changes
+        # one it saved or was handed (a caller of commit hands its batch over).
+        self.node_runs[invocation_id].update(batch.node_runs)
         self.events[invocation_id].extend(batch.events)
         for record in batch.new_interrupts:
             self.interrupts[record.id] = copied(record)
@@ -274,7 +280,11 @@ class InMemoryStore:
             return None
         self._leases[invocation_id] = (owner, now + ttl)
         self._lease_ttls[invocation_id] = ttl
-        return await self.load_checkpoint(invocation_id)
+        # The node runs as kept, uncopied: the engine only reads a leased checkpoint's
+        # node runs (it saves new ones), and a commit replaces a kept one, never changes it.
+        return self._checkpoint(
+            self.invocations[invocation_id], dict(self.node_runs[invocation_id])
+        )
 
     async def renew_lease(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
         holder = self._leases.get(invocation_id)
