@@ -126,6 +126,8 @@ def seed(rows: int) -> object:
     Group.objects.create(name="finance").user_set.add(approver)
     starter = User.objects.create_user("starter")
     colleagues = User.objects.bulk_create([User(username=f"colleague{n}") for n in range(50)])
+    # A delegate stands in only for someone who may answer (the answer policy).
+    colleagues[8].user_permissions.add(Permission.objects.get(codename="answer_interrupt"))
     now = timezone.now()
     Delegation.objects.create(
         delegator=colleagues[8],

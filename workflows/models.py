@@ -234,6 +234,13 @@ class Interrupt(models.Model):
                 name="hitl_interrupt_inbox_order",
                 condition=Q(status=InterruptStatus.PENDING),
             ),
+            # The "claimed by me" view in the inbox's order: one person's page read from
+            # the index, not picked out of everyone's walk of the order above.
+            models.Index(
+                fields=["claimed_by", "priority_rank", "due_at", "created_at", "id"],
+                name="hitl_interrupt_claimed_order",
+                condition=Q(status=InterruptStatus.PENDING),
+            ),
             models.Index(
                 fields=["due_at"],
                 name="hitl_interrupt_due",
