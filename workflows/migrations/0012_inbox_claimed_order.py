@@ -10,7 +10,7 @@ import workflows.engine.status
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0010_inbox_order_search"),
+        ("workflows", "0011_delegation_announced"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
