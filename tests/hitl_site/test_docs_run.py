@@ -81,7 +81,11 @@ def test_a_marked_block_is_not_run_and_a_failing_one_names_its_page(tmp_path: Pa
     found = blocks(relative)
     assert [block.not_run for block in found] == ["fails on purpose", None, None]
     results = tmp_path / "results.json"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.project.settings", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.project.settings",
+        "PYTHONPATH": str(ROOT),
+    }
     run([sys.executable, "-m", "tests.hitl_site.doc_blocks", str(results), relative], env)
     error = json.loads(results.read_text())[relative]["error"]
     assert f"{relative}:8: exit status 1" in error
