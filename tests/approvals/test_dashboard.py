@@ -6,12 +6,12 @@ import xml.etree.ElementTree as ET
 from datetime import timedelta
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from approvals import charts
 from approvals.figures import RubberStampRule, dashboard_figures, percentile

@@ -29,6 +29,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
@@ -76,15 +77,18 @@ def blocks(page: str) -> list[Block]:
     return found
 
 
+def compiled(block: Block) -> CodeType:
+    """The block's code, a top-level `await` allowed (its flags then say CO_COROUTINE)."""
+    return compile(block.code, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
 def run_python(block: Block, namespace: dict) -> object:
     """Execute the block in `namespace`; a coroutine when it has a top-level await."""
-    code = compile(block.code, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    return eval(code, namespace)  # noqa: S307 - the repository's own documentation
+    return eval(compiled(block), namespace)  # the repository's own documentation
 
 
 def has_top_level_await(block: Block) -> bool:
-    code = compile(block.code, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    return bool(code.co_flags & inspect.CO_COROUTINE)
+    return bool(compiled(block).co_flags & inspect.CO_COROUTINE)
 
 
 def run_shell(block: Block, workdir: Path) -> None:
@@ -144,7 +148,7 @@ def main(results: Path, chosen: list[str]) -> None:
         os.chdir(workdir)
         try:
             outcome[page] = {"ran": run_page(page, workdir), "error": None}
-        except BaseException:  # noqa: BLE001 - reported per page, the next page still runs
+        except BaseException:  # reported for this page; the next page still runs
             outcome[page] = {"ran": None, "error": traceback.format_exc()}
     results.write_text(json.dumps(outcome))
 

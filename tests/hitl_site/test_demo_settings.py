@@ -4,10 +4,10 @@ with the demo's settings (the other demo tests run in the tests' project)."""
 
 import os
 import stat
-from email import message_from_string
-from email.policy import default
 import subprocess
 import sys
+from email import message_from_string
+from email.policy import default
 from pathlib import Path
 
 import pytest
