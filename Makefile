@@ -2,6 +2,8 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
+# The demo settings read it: the e-mailed links point to http://localhost:$(PORT)/.
+export PORT
 
 .PHONY: venv demo test lint format screenshots bench bench-compare bench-profile clean
 
@@ -15,11 +17,11 @@ $(STAMP): requirements/base.txt requirements/dev.txt pyproject.toml
 demo: venv
 	$(PYTHON) manage.py migrate
 	$(PYTHON) manage.py seed_demo
-	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
+	@echo "Open http://localhost:$(PORT)/ (the inbox; the admin: http://localhost:$(PORT)/admin/). Passkeys need the name localhost, not 127.0.0.1."
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
-	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
+	$(PYTHON) manage.py runserver localhost:$(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run

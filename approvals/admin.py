@@ -30,7 +30,7 @@ from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Decision, Interrupt, NodeRun
 from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, waiting_for
-from workflows.people.ladder import ladder_summary
+from workflows.people.ladder import handovers, ladder_summary
 from workflows.people.search import search
 from workflows.policy import (
     ANSWER_PERMISSION,
@@ -363,9 +363,12 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "is_gate": isinstance(form, GateForm),
             "args": isinstance(form, GateForm) and display.render_value(form.proposal),
             "media": self.media + form.media if form is not None else self.media,
-            "due": display.countdown(interrupt.deadline),
+            "priority": display.priority_badge(interrupt.priority),
+            "due": display.due_target(interrupt.due_at),
+            "deadline": display.countdown(interrupt.deadline),
             "on_timeout": display.timeout_policy(interrupt.on_timeout, brief=True),
             "ladder": ladder_summary(interrupt),
+            "handovers": handovers(interrupt),
             "claimed_by_other": interrupt.claimed_by_id not in (None, request.user.pk),
             "may_release": interrupt.claimed_by_id == request.user.pk
             or request.user.has_perm(REASSIGN_PERMISSION),

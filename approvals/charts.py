@@ -242,6 +242,13 @@ def timing_chart(timings: Sequence[tuple[str, Timing]], chart_id: str, title: st
     )
 
 
+def whole_percent(part: int, whole: int) -> int:
+    """`part` of `whole` in whole percent, rounded to the nearest (half up: 2 of 3 is 67),
+    but 100 only when all and 0 only when none (199 of 200 is 99, 1 of 200 is 1)."""
+    rounded = (200 * part + whole) // (2 * whole)
+    return rounded if part in (0, whole) else min(max(rounded, 1), 99)
+
+
 def approval_rate_chart(
     approvers: Sequence[Approver], rule: RubberStampRule, chart_id: str = "approval-rate"
 ) -> str:
@@ -253,8 +260,9 @@ def approval_rate_chart(
         return _nothing(chart_id, title, "No approve or reject votes in this period.")
     rows = []
     for index, approver in enumerate(voters):
-        rate = 100 * approver.approvals // approver.votes  # down: 100% only when all approve
-        summary = f"{approver.name}: {rate}% of {approver.votes} votes approve"
+        rate = whole_percent(approver.approvals, approver.votes)
+        votes = f"{approver.votes} vote{'s' if approver.votes != 1 else ''}"
+        summary = f"{approver.name}: {rate}% of {votes} approve"
         mark = ""
         if approver.rubber_stamp:
             median = human_duration(timedelta(seconds=approver.vote_median or 0))

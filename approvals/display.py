@@ -202,12 +202,17 @@ def priority_badge(priority: str) -> SafeString:
     return format_html('<span class="hitl-priority hitl-priority-{}">{}</span>', priority, priority)
 
 
-def due_badge(due_at: datetime | None) -> SafeString:
+def due_target(due_at: datetime | None) -> SafeString:
     """The due date (a target, not the deadline): "due in 3 hours", or "overdue by 2 hours"
     in red; nothing when there is none."""
     if due_at is None:
         return mark_safe("")
-    return format_html("{}<br>", _relative_time(due_at, "hitl-due", "due in", depth=1))
+    return _relative_time(due_at, "hitl-due", "due in", depth=1)
+
+
+def due_badge(due_at: datetime | None) -> SafeString:
+    """The due target on a line of its own, above the deadline in the inbox's cell."""
+    return format_html("{}<br>", due_target(due_at)) if due_at else mark_safe("")
 
 
 def timeout_policy(on_timeout: Any, *, brief: bool = False) -> SafeString:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from hitl_site.signing_key import demo_signing_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -222,7 +224,25 @@ CELERY_BEAT_SCHEDULE = {
 # --- HITL -------------------------------------------------------------------------------------
 
 # One settings dict for the app; every key is optional (defaults live in workflows/conf.py).
-HITL = {}
+# The demo shows what the app does: receipts signed (HITL_AUDIT_SIGNING_KEY, or a key made
+# on first run into AUDIT_SIGNING_KEY_FILE, ignored by git) and e-mail notifications on.
+HITL = {
+    "AUDIT_SIGNING_KEY": os.environ.get("HITL_AUDIT_SIGNING_KEY")
+    or demo_signing_key(
+        Path(os.environ.get("AUDIT_SIGNING_KEY_FILE") or BASE_DIR / "audit-signing.pem")
+    ),
+    "EMAIL_NOTIFICATIONS": env_bool("EMAIL_NOTIFICATIONS", True),
+    # Where the e-mailed links point: the demo's server (passkeys need the name localhost).
+    "EMAIL_BASE_URL": os.environ.get("EMAIL_BASE_URL")
+    or f"http://localhost:{os.environ.get('PORT', '8000')}",
+}
+
+# --- E-mail -----------------------------------------------------------------------------------
+
+# The demo prints its e-mails where it runs (make demo's terminal); set EMAIL_BACKEND (and
+# Django's EMAIL_HOST etc.) to send them.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "approvals@localhost")
 
 # --- REST framework ---------------------------------------------------------------------------
 

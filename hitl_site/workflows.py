@@ -9,7 +9,8 @@
 - content_moderation: a parallel worker asks a moderator about each post; each answer
   resumes just its item, and the result is published once every item is decided.
 - document_drafting: a review loop; a rejection sends the reviewer's comment back to the
-  draft node, which runs again with a fresh run_id.
+  draft node, which runs again with a fresh run_id. A document asked for `signed` needs
+  the reviewer's signature (a passkey) on the decision.
 - support_agent: an agent proposes tool calls for a support ticket, each behind an approval
   gate: a refund (edits allowed, remembered within limits), an e-mail to the customer that
   support may edit, a deletion of records that needs two approvers; a rejection's reason
@@ -242,6 +243,7 @@ def review(ctx: Context, node_input: dict) -> Any:
             payload={"version": node_input["version"], "text": node_input["text"]},
             response_schema=DECISION_SCHEMA,
             assignees=[EDITORS],
+            require_signature=bool(node_input.get("signed")),
         )
     ctx.route = "publish" if verdict["approved"] else "revise"
     return {**node_input, "feedback": verdict.get("comment", "")}

@@ -66,12 +66,15 @@ def test_client_starts_answers_one_of_two_then_the_other_and_reads_the_output(
         )
         assert answered.status_code == 202, answered.json()
 
+        # The answered item completes while the worker's run is still RUNNING; the run
+        # ends, WAITING again for the other item, a moment later: wait for that state.
         def partial():
             detail = client.get(detail_url).json()
             runs = {run["path"]: run["status"] for run in detail["node_runs"]}
-            return detail if runs.get(first["path"]) == "COMPLETED" else None
+            done = runs.get(first["path"]) == "COMPLETED" and detail["status"] == "WAITING"
+            return detail if done else None
 
-        detail = wait_for(partial, what="the answered item to resume")
+        detail = wait_for(partial, what="the answered item to resume and the run to wait again")
         runs = {run["path"]: run["status"] for run in detail["node_runs"]}
         assert runs[second["path"]] == "WAITING"
         assert detail["status"] == "WAITING"

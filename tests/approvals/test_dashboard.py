@@ -10,6 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from approvals import charts
 from approvals.figures import RubberStampRule, dashboard_figures, percentile
@@ -226,8 +228,8 @@ def test_the_charts_are_well_formed_svg_with_a_bar_per_figure(seeded):
     rates = list_items(charts.approval_rate_chart(figures.approvers, figures.rule))
     assert [item.get("aria-label") for item in rates] == [
         "alice: 100% of 4 votes approve",
-        "bob: 66% of 3 votes approve",
-        "carol: 100% of 1 votes approve",
+        "bob: 67% of 3 votes approve",
+        "carol: 100% of 1 vote approve",
     ]
     assert bars(rates[1]) == [(charts.BLUE, "approved 2"), (charts.ORANGE, "rejected 1")]
 
@@ -362,3 +364,25 @@ def test_answers_of_other_shapes_are_decisions_but_no_votes(client, now):
     assert (approver.timing.decisions, approver.approvals, approver.rejections) == (5, 0, 1)
     client.force_login(viewer())
     assert client.get(dashboard_url()).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("part", "whole", "percent"),
+    [(2, 3, 67), (1, 3, 33), (1, 2, 50), (0, 5, 0), (5, 5, 100), (199, 200, 99), (1, 200, 1)],
+)
+def test_a_rate_is_rounded_to_the_nearest_percent_and_all_or_none_only_when_so(
+    part, whole, percent
+):
+    assert charts.whole_percent(part, whole) == percent
+
+
+@given(
+    st.integers(min_value=1, max_value=10**6).flatmap(
+        lambda whole: st.tuples(st.integers(min_value=0, max_value=whole), st.just(whole))
+    )
+)
+def test_a_rate_is_within_one_percent_of_the_exact_share(pair):
+    part, whole = pair
+    percent = charts.whole_percent(part, whole)
+    assert abs(percent - 100 * part / whole) <= 1
+    assert (percent == 100) == (part == whole) and (percent == 0) == (part == 0)

@@ -503,6 +503,6 @@ def test_fields_payload_and_timeout_text_keep_the_declared_order(login, approver
         "to",
         "from",
     ]
-    assert "when overdue: answered with “vendor_name: none, amount: 0”" in page
+    assert ", then answered with “vendor_name: none, amount: 0”" in page
     inbox = login(approver).get(INBOX).content.decode()
     assert "answered with “vendor_name: none, amount: 0”" in inbox

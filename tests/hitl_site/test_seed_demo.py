@@ -24,8 +24,14 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     out = StringIO()
     call_command("seed_demo", stdout=out)
     printed = out.getvalue()
-    assert "approver / approver and approver2 / approver2" in printed
-    assert "admin / admin" in printed
+    # One login a line, each said once.
+    for login in (
+        "  approver / approver and approver2 / approver2: staff approvers",
+        "  ada / ada: away until Friday; approver2 stands in for her",
+        "  director / director: group directors",
+        "  admin / admin: superuser",
+    ):
+        assert f"\n{login}" in printed and printed.count(login.split(":")[0]) == 1
     users = get_user_model().objects
     admin = users.get(username="admin")
     assert admin.is_superuser and admin.check_password("admin")
@@ -45,6 +51,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         ("content_moderation", "WAITING"),
         ("document_drafting", "WAITING"),
         ("document_drafting", "WAITING"),
+        ("document_drafting", "WAITING"),  # the data processing agreement: signed
         ("expense_approval", "COMPLETED"),  # Grace's books: approved without asking
         ("expense_approval", "COMPLETED"),  # Alan's taxi: rejected by admin
         ("expense_approval", "WAITING"),
@@ -56,15 +63,21 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         ("support_agent", "WAITING"),  # the deletion, two approvers
     ]
     pending = Interrupt.objects.filter(status="pending")
-    assert pending.count() == 14
+    assert pending.count() == 15
+    (signed,) = pending.filter(require_signature=True)
+    assert signed.message == "Review version 1 of “Data processing agreement”"
     # Everything pending is each approver's to answer (admin already approved Linus's
     # finance question once, and the quorum needs a second person; nobody has voted on
     # Katherine's yet, so approver and approver2 can make its quorum of two), but for
     # Margaret's, which went up its ladder to the directors (the director login's alone),
     # and the review handed to Ada, who is away: approver2 stands in for her.
-    assert inbox(approver).count() == 12
-    assert inbox(approver2).count() == 13
+    assert inbox(approver).count() == 13
+    assert inbox(approver2).count() == 14
     ada = users.get(username="ada")
+    # Every login has an address (given after the seed: the seeded questions mailed nobody).
+    assert set(users.values_list("email", flat=True)) == {
+        f"{name}@example.com" for name in ("approver", "approver2", "ada", "director", "admin")
+    }
     assert ada.check_password("ada") and ada.first_name == "Ada"
     delegation = Delegation.objects.get()
     assert (delegation.delegator, delegation.delegate) == (ada, approver2)
@@ -89,7 +102,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     assert pending.filter(due_at__lt=timezone.now()).count() == 1  # Margaret's: overdue
     quorum = pending.filter(quorum=2).order_by("created_at")
     assert [q.decisions.count() for q in quorum] == [1, 0, 0]
-    assert f"{Invocation.objects.count()} invocations; 14 questions wait" in printed
+    assert f"{Invocation.objects.count()} invocations; 15 questions wait" in printed
     agent = sorted(q.message for q in pending.filter(workflow_name="support_agent"))
     assert agent == [
         "Delete the records of Linus? (customer asked to close the account in ticket T-103)",
@@ -108,7 +121,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
     }
 
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert seeded.count() == 12 and history().count() == len(demo_history().HISTORY)
+    assert seeded.count() == 13 and history().count() == len(demo_history().HISTORY)
 
 
 def demo_history():

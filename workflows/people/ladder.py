@@ -4,6 +4,7 @@ applies the steps is `escalation`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,8 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.timesince import timeuntil
 
-from ..models import Interrupt
+from ..audit.actions import INTERRUPT_ESCALATED, INTERRUPT_REASSIGNED
+from ..models import AuditEntry, Interrupt
 
 
 def asked_at(interrupt: Interrupt) -> datetime:
@@ -56,3 +58,34 @@ def ladder_summary(interrupt: Interrupt, now: datetime | None = None) -> str:
     when = f"in {timeuntil(due, now, depth=1)}" if due > now else "now (the next sweep)"
     local = date_format(timezone.localtime(due), "DATETIME_FORMAT")
     return f"{summary}; next: {step_action(ladder[applied])}, {when} ({local})"
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A time the question changed hands: from `previous` to `assignees` (empty: anyone
+    who may answer), at `at`, by a person reassigning it (`by`) or by its ladder's `step`."""
+
+    previous: list[str]
+    assignees: list[str]
+    at: datetime
+    by: str
+    step: int | None
+
+
+def handovers(interrupt: Interrupt) -> list[Handover]:
+    """Each time the question was escalated to others or reassigned, oldest first, as the
+    audit trail recorded it (an escalation that kept the assignees is left out)."""
+    entries = AuditEntry.objects.filter(
+        interrupt_id=interrupt.pk, action__in=(INTERRUPT_ESCALATED, INTERRUPT_REASSIGNED)
+    ).order_by("id")
+    return [
+        Handover(
+            previous=entry.data.get("previous") or [],
+            assignees=entry.data.get("assignees") or [],
+            at=entry.created_at,
+            by=entry.actor_name if entry.action == INTERRUPT_REASSIGNED else "",
+            step=entry.data.get("step") if entry.action == INTERRUPT_ESCALATED else None,
+        )
+        for entry in entries
+        if "refused" not in entry.data
+    ]

@@ -1,4 +1,4 @@
-"""Demo data for `make demo`: four logins and invocations of the demo workflows, some
+"""Demo data for `make demo`: five logins and invocations of the demo workflows, some
 waiting for an answer, some answered, some escalated, so the inbox and the monitor
 have something to show. Ada is away until Friday; approver2 stands in for her (out of
 office), so approver2 finds the review handed to Ada in their inbox, answered "for Ada".
@@ -90,6 +90,8 @@ REFUND_PIN = {"properties": {"amount": {"maximum": 50}}}  # refunds up to 50 pas
 DOCUMENTS = [
     {"title": "Supplier contract", "brief": "terms for the new supplier"},
     {"title": "Holiday policy", "brief": "how leave is requested and approved"},
+    # Its review is answered only with a passkey's signature (require_signature).
+    {"title": "Data processing agreement", "brief": "what may be done with data", "signed": True},
 ]
 
 
@@ -104,8 +106,8 @@ def permission(dotted: str) -> Permission:
 class Command(BaseCommand):
     help = (
         "Create the demo logins (approver/approver and approver2/approver2: staff, not "
-        "superusers; director/director; admin/admin) and seed invocations of the demo "
-        "workflows."
+        "superusers; ada/ada; director/director; admin/admin) and seed invocations of the "
+        "demo workflows."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -115,17 +117,28 @@ class Command(BaseCommand):
         else:
             self.seed(users["admin"])
             seed_decision_history(users)  # for the approvals dashboard
+        self.addresses(users)
         waiting = Interrupt.objects.filter(status="pending").count()
         self.stdout.write(
             self.style.SUCCESS(
                 f"{Invocation.objects.count()} invocations; {waiting} questions wait for an "
-                "answer.\nLogins: approver / approver and approver2 / approver2 (staff "
-                "approvers, not superusers; groups managers, finance, moderators, editors, "
-                "support), ada / ada (away until Friday: approver2 stands in for her) and "
-                "support), director / director (group directors: escalated questions) and "
-                "admin / admin (superuser)."
+                "answer.\nLogins:\n"
+                "  approver / approver and approver2 / approver2: staff approvers, not "
+                "superusers (groups managers, finance, moderators, editors, support)\n"
+                "  ada / ada: away until Friday; approver2 stands in for her\n"
+                "  director / director: group directors (escalated questions)\n"
+                "  admin / admin: superuser"
             )
         )
+
+    @staticmethod
+    def addresses(users: dict[str, Any]) -> None:
+        """Give each login an e-mail address, after the seed: its questions mailed nobody,
+        what happens from now on is mailed (to the console, in the demo's settings)."""
+        for username, user in users.items():
+            if not user.email:
+                user.email = f"{username}@example.com"
+                user.save(update_fields=["email"])
 
     @transaction.atomic
     def logins(self) -> dict[str, Any]:
@@ -170,8 +183,7 @@ class Command(BaseCommand):
         first_post = moderation.interrupts.order_by("path").first()
         services.decide(first_post.id, {"decision": "publish"}, actor=admin)
 
-        revised = services.start("document_drafting", DOCUMENTS[0], user=admin)
-        services.start("document_drafting", DOCUMENTS[1], user=admin)
+        revised, *_ = [services.start("document_drafting", d, user=admin) for d in DOCUMENTS]
         self.decide(revised, "review", {"approved": False}, admin, "add the termination clause")
 
         grants.create_grant("support_agent", "refund", "always", actor=admin, pins=REFUND_PIN)
