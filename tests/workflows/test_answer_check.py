@@ -11,14 +11,13 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
+from tests.api import conftest as api_fixtures
 from tests.approvals.conftest import decision_url
 from tests.asking import ask
 from tests.factories import ApproverFactory, grant_answer
 from tests.passkeys.conftest import enrol, signature
+from tests.people import test_delegation_matrix as generated
 from tests.people.conftest import away
-from tests.api.conftest import client_for  # noqa: F401 (a fixture: token-authenticated clients)
-from tests.people.test_delegation_matrix import WINDOWS, delegations, questions
-from tests.people.test_delegation_matrix import world  # noqa: F401 (a fixture)
 from workflows import services
 from workflows.answer_check import check_answer
 from workflows.engine.status import InterruptStatus
@@ -27,6 +26,8 @@ from workflows.passkeys import SignatureRefused
 from workflows.policy import answer_policy, reassign_refusal
 
 pytestmark = pytest.mark.django_db(transaction=True)
+client_for = api_fixtures.client_for  # token-authenticated API clients
+world = generated.world  # people in groups and their questions, rewritten by each example
 YES = {"approved": True}
 
 
@@ -91,7 +92,7 @@ def test_a_delegate_may_not_take_the_delegators_question(ada, bob):
     question = ask(assignees=["user:ada"])
     before = stored(question)
     for assignees in (["user:bob"], ["user:ada", "user:bob"], []):
-        with pytest.raises(PermissionDenied, match="bob stands in for ada .* not hand it over"):
+        with pytest.raises(PermissionDenied, match=r"bob stands in for ada .* not hand it over"):
             services.reassign(question.pk, assignees, actor=bob)
     assert stored(question) == before
     # After the delegation the question is still ada's: she answers it (or hands it over).
@@ -147,7 +148,7 @@ def _admitted(interrupt, user, **path) -> bool:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(delegated=delegations, asked=questions)
+@given(delegated=generated.delegations, asked=generated.questions)
 def test_the_check_and_the_lists_agree(world, delegated, asked):
     """Whom the check admits (by a decision or directly) is whom `answerable` lists; it
     answers for a delegator exactly where `answerable_by_delegation` lists the question;
@@ -157,7 +158,7 @@ def test_the_check_and_the_lists_agree(world, delegated, asked):
     Delegation.objects.all().delete()
     now = timezone.now()
     for delegator, delegate, window, workflows in delegated:
-        start, end, ended = WINDOWS[window]
+        start, end, ended = generated.WINDOWS[window]
         Delegation.objects.create(
             delegator=users[delegator],
             delegate=users[delegate],
