@@ -17,6 +17,8 @@ The rules, in the order they are asked (the first that fails is the refusal):
 6. `require_signature`: a person's answer carries a valid assertion of their passkey over
    the decision's challenge (`signature_required`, `invalid_signature`; both 403). A direct
    answer cannot carry one: a person answers a signed question by a decision.
+A direct answer is asked 1, 2, 6 and 5 (the engine checks that it is pending and valid, and
+takes an identical repeat of an accepted answer as a success).
 
 The system (`actor` None, on the direct path) is bound by none of them: only the answer's
 own validity, which the engine checks.
