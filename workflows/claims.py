@@ -15,7 +15,7 @@ from .audit import actions, trail
 from .engine.errors import AlreadyClaimedError, InterruptNotPendingError, UnknownInterruptError
 from .engine.status import InterruptStatus
 from .models import Interrupt
-from .policy import REASSIGN_PERMISSION, answer_policy, can_reassign, require_person
+from .policy import REASSIGN_PERMISSION, answer_policy, reassign_refusal, require_person
 from .transactions import store, write_transaction
 
 
@@ -97,14 +97,14 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
 def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrupt:
     """Replace who may answer a pending interrupt (an empty list: anyone with the answer
     permission), and drop its claim. Allowed to supervisors (`workflows.reassign_interrupt`)
-    and to those who may answer it now. Decisions already recorded stay, and count toward
+    and to those who may answer it now in their own right (not to a delegate:
+    `policy.reassign_refusal`). Decisions already recorded stay, and count toward
     the quorum; assignees who cannot reach it are refused (ResponseValidationError)."""
     require_person(actor)
     interrupt = locked_interrupt(interrupt_id)
-    if not can_reassign(actor, interrupt):
-        raise PermissionDenied(
-            f"{actor.get_username()} may not reassign interrupt {interrupt.pk!r}"
-        )
+    refused = reassign_refusal(actor, interrupt)
+    if refused:
+        raise PermissionDenied(refused)
     require_pending(interrupt)
     previous = interrupt.assignees
     claimer = _claimer(interrupt) if interrupt.claimed_by_id else None

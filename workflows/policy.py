@@ -274,12 +274,30 @@ def answer_policy() -> AssigneePolicy:
     return hitl_settings.ANSWER_POLICY()
 
 
+def reassign_refusal(user: Any, interrupt: Interrupt) -> str:
+    """Why `user` may not reassign `interrupt` ("" when they may). Supervisors
+    (`workflows.reassign_interrupt`) reassign anything; the people who may answer it in
+    their own right may hand it over. A delegate answers for their delegator but never
+    hands the delegator's question over (to themselves or anyone): it would outlive the
+    delegation, leaving the delegator unable to answer it or take it back."""
+    refused = person_refusal(user)
+    if refused or user.has_perm(REASSIGN_PERMISSION):
+        return refused
+    policy = answer_policy()
+    who = user.get_username()
+    if not policy.can_answer(user, interrupt):
+        return f"{who} may not reassign interrupt {interrupt.pk!r}"
+    if isinstance(policy, AssigneePolicy) and not policy.in_own_right(user, interrupt):
+        names = sorted({d.delegator.get_username() for d in policy.stand_ins(user, interrupt)})
+        return (
+            f"{who} stands in for {', '.join(names)} on interrupt {interrupt.pk!r}: a "
+            "delegate may answer it, not hand it over; the assignees or a supervisor may"
+        )
+    return ""
+
+
 def can_reassign(user: Any, interrupt: Interrupt) -> bool:
-    """Supervisors (`workflows.reassign_interrupt`) reassign anything; the people who may
-    answer an interrupt may hand it over."""
-    if person_refusal(user):
-        return False
-    return user.has_perm(REASSIGN_PERMISSION) or answer_policy().can_answer(user, interrupt)
+    return not reassign_refusal(user, interrupt)
 
 
 def unreachable_quorum(

@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from . import passkeys
+from .answer_check import check_answer, checked_vote
 from .arguments import (
     checked_decision,
     function_response_list,
@@ -24,16 +25,9 @@ from .audit.canonical import canonical_json, sha256_hex
 from .claims import claim, locked_interrupt, reassign, release, require_answerer, require_pending
 from .conf import hitl_settings
 from .dispatch import enqueue_run
-from .engine.errors import (
-    AlreadyDecidedError,
-    DecisionRequiredError,
-    IdempotencyKeyReusedError,
-    ResponseValidationError,
-    UnknownInterruptError,
-)
+from .engine.errors import IdempotencyKeyReusedError, UnknownInterruptError
 from .engine.events import FunctionResponse, approval_vote
 from .engine.questions import is_gate_question
-from .engine.schema import validate_response
 from .engine.state import InterruptRecord
 from .engine.transitions import (
     accept_responses,
@@ -42,7 +36,7 @@ from .engine.transitions import (
     checked_input,
     retry_batch,
 )
-from .grants import edit_of, require_granter
+from .grants import edit_of
 from .models import Decision, Interrupt, Invocation, Session
 from .people.escalation import escalate_interrupts
 from .people.out_of_office import announce_delegations, delegate, end_delegation
@@ -51,7 +45,6 @@ from .policy import (
     RETRY_PERMISSION,
     require_control,
     require_person,
-    voting_for,
 )
 from .registry import registry
 from .signals import decision_recorded
@@ -168,11 +161,13 @@ def _create_invocation(
 def submit_function_responses(responses: Iterable[Any], *, actor: Any = None) -> Invocation:
     """Accept answers to pending interrupts of one invocation and enqueue its resume.
 
-    `actor`: the user answering (a machine's account too): the answer policy must let
-    them answer every interrupt, else PermissionDenied (an anonymous or inactive user may
-    answer nothing); a question that needs several approvals is answered by decisions
-    only, so a person's answer to it raises DecisionRequiredError. None: the system itself
-    (a node, a management command), which the policy does not restrict.
+    `actor`: the user answering (a machine's account too): every rule of each question
+    applies (`answer_check.check_answer`): the answer policy must let them answer it, else
+    PermissionDenied (an anonymous or inactive user may answer nothing); a question that
+    needs several approvals is answered by decisions only (DecisionRequiredError), and so
+    is one that needs a signature (passkeys.SignatureRefused, `signature_required`: a
+    direct answer carries no assertion). None: the system itself (a node, a management
+    command), which those rules do not restrict.
 
     Raises UnknownInterruptError, InterruptNotPendingError, ResponseValidationError or
     MultipleInvocationsError before storing anything. An identical repeat of an accepted
@@ -219,25 +214,41 @@ def _read_deferred(invocation: Invocation, *args: Any, **kwargs: Any) -> None:
 @write_transaction
 def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     db = store()
-    ids = [r.id for r in responses]
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
-    interrupts = db.lock_for_answers_sync(ids)
+    interrupts = db.lock_for_answers_sync([r.id for r in responses])
     stand_ins: dict[str, Any] = {}
     if actor is not None:
-        stand_ins = _require_direct_answerer(actor, interrupts)
-        for index, response in enumerate(responses):
-            if not is_gate_question(response.id):
-                continue  # only a gate's answer asks for a grant; accept_responses checks all
+        stand_ins = _checked_direct_answers(actor, responses, interrupts)
+    return _store_answers(db, responses, interrupts, actor, stand_ins)
+
+
+def _checked_direct_answers(
+    actor: Any, responses: list[FunctionResponse], interrupts: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A person answering directly: every rule of each question (`check_answer`); unknown
+    ids are left to accept_responses. Returns, by interrupt id, the delegator `actor`
+    answers for where they may only as a delegate."""
+    rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
+    questions = {interrupt.pk: interrupt for interrupt in rows}
+    stand_ins = {}
+    for index, response in enumerate(responses):
+        interrupt = questions.get(response.id)
+        if interrupt is None:
+            continue
+        answer = response.response
+        if is_gate_question(response.id):  # its grant rule reads the answer as it is stored
             answer = checked_answer(
                 response.id,
-                response.response,
+                answer,
                 hitl_settings.MAX_RESPONSE_BYTES,
                 hitl_settings.MAX_VALUE_DEPTH,
                 field=f"function_responses[{index}].response",
             )
-            require_granter(actor, response.id, answer)
-    return _store_answers(db, responses, interrupts, actor, stand_ins)
+        admitted = check_answer(interrupt, actor, answer)
+        if admitted.on_behalf_of is not None:
+            stand_ins[interrupt.pk] = admitted.on_behalf_of
+    return stand_ins
 
 
 def _store_answers(
@@ -270,22 +281,6 @@ def _store_answers(
             )
         enqueue_run_here(db, acceptance.invocation_id)
     return acceptance.invocation_id
-
-
-def _require_direct_answerer(actor: Any, interrupts: Mapping[str, Any]) -> dict[str, Any]:
-    """A person answering directly: the answer rule for each interrupt, and no question
-    that needs several approvals (those are answered by decisions). Returns, by interrupt
-    id, the delegator `actor` answers for where they may only as a delegate."""
-    rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
-    stand_ins = {}
-    for interrupt in rows:
-        require_answerer(actor, interrupt)
-        if interrupt.quorum > 1:
-            raise DecisionRequiredError(interrupt.pk, interrupt.quorum)
-        stand_in = voting_for(actor, interrupt)
-        if stand_in is not None:
-            stand_ins[interrupt.pk] = stand_in.delegator
-    return stand_ins
 
 
 @write_transaction
@@ -369,23 +364,6 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     return None
 
 
-def _checked_vote(interrupt: Interrupt, value: Any) -> Any:
-    """The decision's answer (unwrapped and checked by checked_decision) if valid for its
-    question; else the error."""
-    validate_response(interrupt.pk, interrupt.response_schema, value)
-    if interrupt.quorum == 1:
-        return value
-    if approval_vote(value) is None:
-        raise ResponseValidationError(
-            interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
-        )
-    if "decisions" in value:
-        raise ResponseValidationError(
-            interrupt.pk, "decisions", "is added by the approval service; leave it out"
-        )
-    return value
-
-
 @write_transaction
 def decide(
     interrupt_id: str, response: Any, *, actor: Any, comment: str = "", assertion: Any = None
@@ -403,31 +381,25 @@ def decide(
     whichever hat they wear: their own when they have one, else one for a delegator whose
     vote is not cast yet.
 
-    Raises PermissionDenied (the answer policy refuses; passkeys.SignatureRefused for a
-    missing or bad signature), AlreadyDecidedError (one decision per person),
+    Every rule the question carries is applied by `answer_check.check_answer`, the one
+    check every door passes. Raises PermissionDenied (the answer policy or a gate's
+    grant rule refuses; passkeys.SignatureRefused for a missing or bad signature),
+    AlreadyDecidedError (one decision per person),
     UnknownInterruptError, InterruptNotPendingError or ResponseValidationError; nothing is
     stored then. `decision.interrupt.status` tells whether it answered.
     """
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = locked_interrupt(interrupt_id)
-    require_answerer(actor, interrupt)
     decisions = list(interrupt.decisions.select_related("actor"))
-    if any(d.actor_id == actor.pk for d in decisions):
-        raise AlreadyDecidedError(interrupt.pk, actor.get_username())
-    voted = [pk for d in decisions for pk in (d.actor_id, d.on_behalf_of_id) if pk is not None]
-    stand_in = voting_for(actor, interrupt, voted)
-    require_pending(interrupt)
-    value = _checked_vote(interrupt, value)
-    require_granter(actor, interrupt.pk, value)
-    signed = None
-    if interrupt.require_signature or assertion is not None:
-        signed = passkeys.verified_assertion(interrupt, actor, value, comment, assertion)
-    require_granter(actor, interrupt.pk, value)
+    admitted = check_answer(
+        interrupt, actor, value, decisions=decisions, comment=comment, assertion=assertion
+    )
+    value = admitted.response
     decision = Decision.objects.create(
         interrupt=interrupt,
         actor=actor,
-        on_behalf_of=None if stand_in is None else stand_in.delegator,
+        on_behalf_of=admitted.on_behalf_of,
         response=value,
         comment=comment,
     )
@@ -435,6 +407,7 @@ def decide(
     edited = edit_of(interrupt, value)
     if edited is not None:  # an approval gate's args, changed before approving
         data["edit"] = edited
+    signed = admitted.assertion
     trail.record(
         actions.DECISION_RECORDED,
         interrupt=interrupt,
@@ -471,4 +444,4 @@ def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: 
         raise UnknownInterruptError(interrupt_id)
     require_answerer(actor, interrupt)
     require_pending(interrupt)
-    return passkeys.challenge_for(interrupt, _checked_vote(interrupt, value), comment)
+    return passkeys.challenge_for(interrupt, checked_vote(interrupt, value), comment)

@@ -417,7 +417,9 @@ class FunctionResponseViewSet(ApiViewMixin, viewsets.GenericViewSet):
     @extend_schema(
         summary="Answer pending interrupts of one invocation; it resumes in the background",
         description="A question that needs several approvals (quorum above 1) is answered "
-        "by decisions only: answering it here is a 409 `decision_required`.",
+        "by decisions only: answering it here is a 409 `decision_required`. So is, for a "
+        "person, one asked with `require_signature` (a 403 `signature_required`: the "
+        "signature comes with a decision).",
         request=FunctionResponsesSerializer,
         parameters=[IDEMPOTENCY_KEY],
         responses={202: AcceptedSerializer, **errors(404, 409, *POST_ERRORS)},
