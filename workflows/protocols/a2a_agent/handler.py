@@ -1,0 +1,192 @@
+"""The A2A request handler: every call reads or writes the invocation itself (no task store
+of its own), the Django ORM through asgiref's sync_to_async. Streams poll the store until
+the task is final or waits on someone (a live stream would wake them sooner)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, TypeVar
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import RequestHandler
+from a2a.types import a2a_pb2 as a2a
+from a2a.utils.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    UnsupportedOperationError,
+)
+from asgiref.sync import sync_to_async
+
+from workflows import services
+from workflows.api.permissions import visible_invocations
+from workflows.engine.errors import InvocationStateError
+from workflows.models import Invocation
+from workflows.protocols.a2a_agent import messages
+from workflows.protocols.a2a_agent.tasks import (
+    OUTPUT_ARTIFACT,
+    is_final,
+    is_settled,
+    read_task,
+    task_of,
+    visible_invocation,
+    with_open_questions,
+)
+
+R = TypeVar("R")
+
+POLL_SECONDS = 0.25
+# How long a blocking SendMessage waits for the task to settle before answering WORKING.
+BLOCKING_SECONDS = 30.0
+LIST_PAGE_SIZE = 50
+LIST_PAGE_MAX = 100
+
+CALLER = "django_user"  # the ServerCallContext state key of the authenticated user
+
+
+def caller(context: ServerCallContext) -> Any:
+    return context.state[CALLER]
+
+
+async def in_thread(function: Callable[..., R], *args: Any) -> R:
+    return await sync_to_async(function, thread_sensitive=True)(*args)
+
+
+def _send(message: a2a.Message, user: Any) -> str:
+    if message.task_id:
+        return str(messages.answer(message, user).pk)
+    return str(messages.start(message, user).pk)
+
+
+def _read(task_id: str, user: Any) -> a2a.Task:
+    with messages.refusals_named():
+        return read_task(task_id, user)
+
+
+def _cancel(task_id: str, user: Any) -> a2a.Task:
+    with messages.refusals_named():
+        invocation = visible_invocation(task_id, user)
+    try:
+        with messages.refusals_named():
+            services.cancel(invocation, actor=user)
+    except InvocationStateError:
+        raise TaskNotCancelableError(f"task {task_id} is {invocation.status}") from None
+    return _read(task_id, user)
+
+
+def _list(params: a2a.ListTasksRequest, user: Any) -> a2a.ListTasksResponse:
+    invocations = visible_invocations(user, Invocation.objects.all()).order_by("-created_at", "pk")
+    if params.context_id:
+        invocations = invocations.filter(session_id__in=messages.as_uuid_list(params.context_id))
+    size = min(params.page_size or LIST_PAGE_SIZE, LIST_PAGE_MAX)
+    start = int(params.page_token) if params.page_token.isdigit() else 0
+    total = invocations.count()
+    page = [task_of(i, user) for i in with_open_questions(invocations)[start : start + size]]
+    if params.status:
+        page = [task for task in page if task.status.state == params.status]
+    following = start + size
+    return a2a.ListTasksResponse(
+        tasks=page,
+        next_page_token=str(following) if following < total else "",
+        page_size=size,
+        total_size=total,
+    )
+
+
+class InvocationRequestHandler(RequestHandler):
+    """A2A's operations on the project's invocations, for the authenticated caller."""
+
+    async def on_get_task(self, params: a2a.GetTaskRequest, context: ServerCallContext) -> a2a.Task:
+        return await in_thread(_read, params.id, caller(context))
+
+    async def on_list_tasks(
+        self, params: a2a.ListTasksRequest, context: ServerCallContext
+    ) -> a2a.ListTasksResponse:
+        return await in_thread(_list, params, caller(context))
+
+    async def on_cancel_task(
+        self, params: a2a.CancelTaskRequest, context: ServerCallContext
+    ) -> a2a.Task:
+        return await in_thread(_cancel, params.id, caller(context))
+
+    async def on_message_send(
+        self, params: a2a.SendMessageRequest, context: ServerCallContext
+    ) -> a2a.Task:
+        user = caller(context)
+        task_id = await in_thread(_send, params.message, user)
+        task = await in_thread(_read, task_id, user)
+        if params.configuration.return_immediately:
+            return task
+        deadline = time.monotonic() + BLOCKING_SECONDS
+        while not is_settled(task) and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            task = await in_thread(_read, task_id, user)
+        return task
+
+    async def on_message_send_stream(
+        self, params: a2a.SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        user = caller(context)
+        task_id = await in_thread(_send, params.message, user)
+        async for event in _follow(task_id, user):
+            yield event
+
+    async def on_subscribe_to_task(
+        self, params: a2a.SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        user = caller(context)
+        task = await in_thread(_read, params.id, user)
+        if is_final(task):
+            raise UnsupportedOperationError(f"task {params.id} is over: nothing more to stream")
+        async for event in _follow(params.id, user):
+            yield event
+
+    async def on_create_task_push_notification_config(
+        self, params: a2a.TaskPushNotificationConfig, context: ServerCallContext
+    ) -> a2a.TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: a2a.GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> a2a.TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: a2a.ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> a2a.ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: a2a.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: a2a.GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> a2a.AgentCard:
+        raise ExtendedAgentCardNotConfiguredError
+
+
+async def _follow(task_id: str, user: Any) -> AsyncGenerator[Event]:
+    """The task, then a status update each time it changes (the output as an artifact
+    before the last), until it is final or waits on someone."""
+    task = await in_thread(_read, task_id, user)
+    yield task
+    seen = task.status
+    while not is_settled(task):
+        await asyncio.sleep(POLL_SECONDS)
+        task = await in_thread(_read, task_id, user)
+        if task.status.state == seen.state and task.status.message == seen.message:
+            continue
+        seen = task.status
+        for artifact in task.artifacts:
+            if artifact.artifact_id == OUTPUT_ARTIFACT:
+                yield a2a.TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+                )
+        yield a2a.TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status
+        )
