@@ -28,6 +28,7 @@ from workflows.models import Invocation
 from workflows.protocols.a2a_agent import messages
 from workflows.protocols.a2a_agent.tasks import (
     OUTPUT_ARTIFACT,
+    ends_stream,
     is_final,
     is_settled,
     read_task,
@@ -39,6 +40,7 @@ from workflows.protocols.a2a_agent.tasks import (
 R = TypeVar("R")
 
 POLL_SECONDS = 0.25
+MAX_POLL_SECONDS = 2.0
 # How long a blocking SendMessage waits for the task to settle before answering WORKING.
 BLOCKING_SECONDS = 30.0
 LIST_PAGE_SIZE = 50
@@ -69,11 +71,11 @@ def _read(task_id: str, user: Any) -> a2a.Task:
 def _cancel(task_id: str, user: Any) -> a2a.Task:
     with messages.refusals_named():
         invocation = visible_invocation(task_id, user)
-    try:
-        with messages.refusals_named():
+    with messages.refusals_named():
+        try:
             services.cancel(invocation, actor=user)
-    except InvocationStateError:
-        raise TaskNotCancelableError(f"task {task_id} is {invocation.status}") from None
+        except InvocationStateError:
+            raise TaskNotCancelableError(f"task {task_id} is {invocation.status}") from None
     return _read(task_id, user)
 
 
@@ -172,16 +174,18 @@ class InvocationRequestHandler(RequestHandler):
 
 async def _follow(task_id: str, user: Any) -> AsyncGenerator[Event]:
     """The task, then a status update each time it changes (the output as an artifact
-    before the last), until it is final or waits on someone."""
+    before the last), until it is final or needs the caller's input. The poll slows down
+    to MAX_POLL_SECONDS while nothing changes (a question may wait for days)."""
     task = await in_thread(_read, task_id, user)
     yield task
-    seen = task.status
-    while not is_settled(task):
-        await asyncio.sleep(POLL_SECONDS)
+    seen, pause = task.status, POLL_SECONDS
+    while not ends_stream(task):
+        await asyncio.sleep(pause)
         task = await in_thread(_read, task_id, user)
         if task.status.state == seen.state and task.status.message == seen.message:
+            pause = min(pause * 2, MAX_POLL_SECONDS)
             continue
-        seen = task.status
+        seen, pause = task.status, POLL_SECONDS
         for artifact in task.artifacts:
             if artifact.artifact_id == OUTPUT_ARTIFACT:
                 yield a2a.TaskArtifactUpdateEvent(

@@ -184,5 +184,11 @@ def is_settled(task: a2a.Task) -> bool:
     return WAITING_ON_OTHERS in task.metadata
 
 
+def ends_stream(task: a2a.Task) -> bool:
+    """Whether a stream of the task ends: it is final or needs the caller's input (a
+    question for others keeps the stream open until they answer)."""
+    return is_final(task) or task.status.state == a2a.TASK_STATE_INPUT_REQUIRED
+
+
 def is_final(task: a2a.Task) -> bool:
     return task.status.state in FINAL_STATES.values()
