@@ -4,6 +4,7 @@ A2A app beside it) served by uvicorn on a free 127.0.0.1 port in a thread, and a
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ import uvicorn
 from a2a.client import ClientConfig, create_client
 from a2a.client.client import Client
 from a2a.utils.constants import TransportProtocol
+from asgiref.sync import sync_to_async
+from django.db import connections
 from rest_framework.authtoken.models import Token
 
 
@@ -49,6 +52,9 @@ def serve_a2a_site() -> Iterator[str]:
     server.should_exit = True
     thread.join(30)
     sock.close()
+    # The app's database work ran in asgiref's one thread for thread-sensitive calls: its
+    # connection closes there, so that the test database can be dropped.
+    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
 
 
 def token_of(user: Any) -> str:

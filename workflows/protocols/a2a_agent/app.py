@@ -13,7 +13,6 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from asgiref.sync import sync_to_async
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from starlette.applications import Starlette
@@ -23,7 +22,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workflows.protocols.a2a_agent.card import CARD_PATH, JSONRPC_PATH, REST_PATH, agent_card
-from workflows.protocols.a2a_agent.handler import CALLER, InvocationRequestHandler
+from workflows.protocols.a2a_agent.handler import CALLER, InvocationRequestHandler, in_thread
 
 SCOPE_USER = "hitl_user"
 
@@ -52,7 +51,7 @@ class TokenRequired:
             return
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
-        user = await sync_to_async(_user_for, thread_sensitive=True)(authorization)
+        user = await in_thread(_user_for, authorization)
         if user is None:
             refused = JSONResponse(
                 {"error": "not_authenticated", "detail": "send Authorization: Bearer <token>"},
@@ -79,7 +78,7 @@ def _base_url(request: Request) -> str:
 
 
 async def _card(request: Request) -> Response:
-    card = await sync_to_async(agent_card, thread_sensitive=True)(_base_url(request))
+    card = await in_thread(agent_card, _base_url(request))
     return JSONResponse(agent_card_to_dict(card))
 
 

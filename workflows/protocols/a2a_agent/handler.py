@@ -20,6 +20,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 
 from workflows import services
 from workflows.api.permissions import visible_invocations
@@ -53,8 +54,18 @@ def caller(context: ServerCallContext) -> Any:
     return context.state[CALLER]
 
 
+def _as_a_request(function: Callable[..., R], *args: Any) -> R:
+    """`function` with the database connection handling of a Django request: a
+    connection past CONN_MAX_AGE (or broken) is closed before and after."""
+    close_old_connections()
+    try:
+        return function(*args)
+    finally:
+        close_old_connections()
+
+
 async def in_thread(function: Callable[..., R], *args: Any) -> R:
-    return await sync_to_async(function, thread_sensitive=True)(*args)
+    return await sync_to_async(_as_a_request, thread_sensitive=True)(function, *args)
 
 
 def _send(message: a2a.Message, user: Any) -> str:
