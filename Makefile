@@ -17,9 +17,14 @@ demo: venv
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
+	@echo "A2A agent: card http://127.0.0.1:$(PORT)/.well-known/agent-card.json, JSON-RPC"
+	@echo "  http://127.0.0.1:$(PORT)/a2a/, HTTP+JSON http://127.0.0.1:$(PORT)/a2a; token:"
+	@echo "  curl -H 'Content-Type: application/json' -d '{\"username\": \"admin\", \"password\": \"admin\"}' \\"
+	@echo "  http://127.0.0.1:$(PORT)/api/token/"
+	@echo "  then Authorization: Bearer <token> (docs/agents.md, section A2A)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
-	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
+	$(PYTHON) -m uvicorn hitl_site.asgi:application --host 127.0.0.1 --port $(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run
