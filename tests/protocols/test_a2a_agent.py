@@ -406,3 +406,35 @@ def test_a_streamed_message_ends_on_our_question(a2a_site):
     asked = run(send(a2a_site, token, start_message({"assignees": ["user:sam"]}), streaming=True))
 
     assert asked.status.state == a2a.TASK_STATE_INPUT_REQUIRED
+
+
+def test_starting_needs_the_permission_to_start(a2a_site):
+    token = token_of(grant_answer(ApproverFactory(username="sam"), "answer_interrupt"))
+
+    with pytest.raises(InvalidParamsError, match=r"workflows\.add_invocation") as refused:
+        run(send(a2a_site, token, start_message({"assignees": ["user:sam"]})))
+
+    assert refused.value.data == {"code": "permission_denied"}
+    assert Invocation.objects.count() == 0
+
+
+def test_a_repeated_start_message_is_the_same_task(a2a_site):
+    token = token_of(starter())
+    message = start_message({"assignees": ["user:sam"]})
+
+    first = run(send(a2a_site, token, message))
+    again = run(send(a2a_site, token, message))
+
+    assert again.id == first.id
+    assert Invocation.objects.count() == 1
+
+
+def test_an_a2a_0_3_client_reads_the_task(a2a_site):
+    token = token_of(starter())
+    asked = asked_task(a2a_site, token)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": asked.id}}
+
+    read = httpx.post(a2a_site + "/a2a/", json=call, headers={"Authorization": f"Bearer {token}"})
+
+    task = read.json()["result"]
+    assert (task["id"], task["status"]["state"]) == (asked.id, "input-required")

@@ -64,7 +64,6 @@ def with_open_questions(invocations: QuerySet[Invocation]) -> QuerySet[Invocatio
         Prefetch(
             "interrupts",
             queryset=Interrupt.objects.filter(status=InterruptStatus.PENDING)
-            .select_related("invocation")
             .prefetch_related("decisions")
             .order_by("created_at", "pk"),
             to_attr="open_interrupts",
