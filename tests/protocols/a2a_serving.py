@@ -1,12 +1,14 @@
 """The A2A agent over real HTTP for the tests: the site's ASGI application (Django with the
-A2A app beside it) served by uvicorn on a free 127.0.0.1 port in a thread, and an
-`a2a-sdk` client for a user's API token."""
+A2A app beside it) served by uvicorn on a free 127.0.0.1 port in a thread, an `a2a-sdk`
+client for a user's API token, and the messages that start and answer the asking
+workflow (tests.asking)."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +17,18 @@ import pytest
 import uvicorn
 from a2a.client import ClientConfig, create_client
 from a2a.client.client import Client
+from a2a.types import a2a_pb2 as a2a
 from a2a.utils.constants import TransportProtocol
 from asgiref.sync import sync_to_async
 from django.db import connections
+from google.protobuf.json_format import MessageToDict
 from rest_framework.authtoken.models import Token
+
+from tests.asking import APPROVAL, WORKFLOW
+from tests.factories import ApproverFactory, grant_answer
+from workflows.protocols.a2a_agent.tasks import data_part
+
+FUNCTION_RESPONSE = {"adk_type": "function_response"}
 
 
 class _Server(uvicorn.Server):
@@ -72,3 +82,47 @@ async def a2a_client(
         supported_protocol_bindings=[TransportProtocol(binding).value],
     )
     return await create_client(base_url, client_config=config)
+
+
+def starter(username: str = "sam") -> Any:
+    """A user who may start workflows and answer the questions assigned to them."""
+    user = grant_answer(ApproverFactory(username=username), "add_invocation")
+    return user
+
+
+def start_message(request: dict[str, Any], **ids: str) -> a2a.Message:
+    request = {"message": "Approve?", "response_schema": APPROVAL, **request}
+    return a2a.Message(
+        message_id=str(uuid.uuid4()),
+        role=a2a.ROLE_USER,
+        parts=[data_part({"workflow": WORKFLOW, "input": {"request": request}})],
+        **ids,
+    )
+
+
+def answer_message(task: a2a.Task, call_id: str, response: Any, **ids: str) -> a2a.Message:
+    ids = {"task_id": task.id, "context_id": task.context_id, **ids}
+    part = data_part({"id": call_id, "name": "question", "response": response}, FUNCTION_RESPONSE)
+    return a2a.Message(message_id=str(uuid.uuid4()), role=a2a.ROLE_USER, parts=[part], **ids)
+
+
+async def send(base_url: str, token: str, message: a2a.Message, **options: Any) -> a2a.Task:
+    client = await a2a_client(base_url, token, **options)
+    last = None
+    async for event in client.send_message(a2a.SendMessageRequest(message=message)):
+        last = event
+    await client.close()
+    assert last is not None and last.HasField("task")
+    return last.task
+
+
+def function_calls(task: a2a.Task) -> list[dict[str, Any]]:
+    return [
+        {"data": MessageToDict(p.data), "metadata": MessageToDict(p.metadata)}
+        for p in task.status.message.parts
+        if p.HasField("data")
+    ]
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)

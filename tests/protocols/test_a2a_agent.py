@@ -4,7 +4,6 @@ parts through the services; every refusal is the protocol's named error, nothing
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -23,7 +22,18 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from tests.asking import APPROVAL, WORKFLOW
 from tests.factories import ApproverFactory, grant_answer
-from tests.protocols.a2a_serving import a2a_client, serve_a2a_site, token_of  # noqa: F401
+from tests.protocols.a2a_serving import (  # noqa: F401
+    FUNCTION_RESPONSE,
+    a2a_client,
+    answer_message,
+    function_calls,
+    run,
+    send,
+    serve_a2a_site,
+    start_message,
+    starter,
+    token_of,
+)
 from workflows import services
 from workflows.engine import Event, FunctionCall, Workflow, node
 from workflows.models import Decision, Interrupt, Invocation, SessionEvent
@@ -32,7 +42,6 @@ from workflows.registry import registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FUNCTION_RESPONSE = {"adk_type": "function_response"}
 LOOKUP = "a2a_test_lookup"
 
 
@@ -53,50 +62,6 @@ def looked_up(node_input: Any) -> Any:
 
 if LOOKUP not in {d.name for d in registry.definitions()}:
     registry.register(Workflow(name=LOOKUP, edges=[("START", lookup, looked_up)]))
-
-
-def starter(username: str = "sam") -> Any:
-    """A user who may start workflows and answer the questions assigned to them."""
-    user = grant_answer(ApproverFactory(username=username), "add_invocation")
-    return user
-
-
-def start_message(request: dict[str, Any], **ids: str) -> a2a.Message:
-    request = {"message": "Approve?", "response_schema": APPROVAL, **request}
-    return a2a.Message(
-        message_id=str(uuid.uuid4()),
-        role=a2a.ROLE_USER,
-        parts=[data_part({"workflow": WORKFLOW, "input": {"request": request}})],
-        **ids,
-    )
-
-
-def answer_message(task: a2a.Task, call_id: str, response: Any, **ids: str) -> a2a.Message:
-    ids = {"task_id": task.id, "context_id": task.context_id, **ids}
-    part = data_part({"id": call_id, "name": "question", "response": response}, FUNCTION_RESPONSE)
-    return a2a.Message(message_id=str(uuid.uuid4()), role=a2a.ROLE_USER, parts=[part], **ids)
-
-
-async def send(base_url: str, token: str, message: a2a.Message, **options: Any) -> a2a.Task:
-    client = await a2a_client(base_url, token, **options)
-    last = None
-    async for event in client.send_message(a2a.SendMessageRequest(message=message)):
-        last = event
-    await client.close()
-    assert last is not None and last.HasField("task")
-    return last.task
-
-
-def function_calls(task: a2a.Task) -> list[dict[str, Any]]:
-    return [
-        {"data": MessageToDict(p.data), "metadata": MessageToDict(p.metadata)}
-        for p in task.status.message.parts
-        if p.HasField("data")
-    ]
-
-
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
@@ -161,6 +126,7 @@ def test_the_agent_card_validates_and_names_each_workflow(a2a_site):
     assert scheme.scheme == "Bearer"
     assert list(card.security_requirements[0].schemes) == ["bearer"]
     assert card.capabilities.streaming is True
+    assert card.capabilities.push_notifications is True
 
 
 @pytest.mark.parametrize("token", [None, "not-a-token"])

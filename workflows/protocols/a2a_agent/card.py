@@ -53,7 +53,7 @@ def agent_card(base_url: str) -> a2a.AgentCard:
                 protocol_version=PROTOCOL_VERSION_1_0,
             ),
         ],
-        capabilities=a2a.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=a2a.AgentCapabilities(streaming=True, push_notifications=True),
         security_schemes={
             BEARER: a2a.SecurityScheme(
                 http_auth_security_scheme=a2a.HTTPAuthSecurityScheme(

@@ -15,7 +15,6 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.types import a2a_pb2 as a2a
 from a2a.utils.errors import (
     ExtendedAgentCardNotConfiguredError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
@@ -26,7 +25,7 @@ from workflows import services
 from workflows.api.permissions import visible_invocations
 from workflows.engine.errors import InvocationStateError
 from workflows.models import Invocation
-from workflows.protocols.a2a_agent import messages
+from workflows.protocols.a2a_agent import messages, push
 from workflows.protocols.a2a_agent.tasks import (
     OUTPUT_ARTIFACT,
     ends_stream,
@@ -160,22 +159,23 @@ class InvocationRequestHandler(RequestHandler):
     async def on_create_task_push_notification_config(
         self, params: a2a.TaskPushNotificationConfig, context: ServerCallContext
     ) -> a2a.TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        await push.check_url(params.url)
+        return await in_thread(push.create, params, caller(context))
 
     async def on_get_task_push_notification_config(
         self, params: a2a.GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> a2a.TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        return await in_thread(push.get, params, caller(context))
 
     async def on_list_task_push_notification_configs(
         self, params: a2a.ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> a2a.ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError
+        return await in_thread(push.listed, params, caller(context))
 
     async def on_delete_task_push_notification_config(
         self, params: a2a.DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        raise PushNotificationNotSupportedError
+        await in_thread(push.delete, params, caller(context))
 
     async def on_get_extended_agent_card(
         self, params: a2a.GetExtendedAgentCardRequest, context: ServerCallContext
