@@ -116,3 +116,34 @@ def test_another_users_task_takes_no_push_config(a2a_site, monkeypatch):
         run(configure(a2a_site, token_of(starter("mallory")), config))
 
     assert WebhookEndpoint.objects.count() == 0
+
+
+def test_a_config_sent_with_the_start_hears_of_the_first_question(a2a_site, monkeypatch):
+    monkeypatch.setattr(push, "url_allowed", anywhere)
+    token = token_of(starter())
+    secret = WebhookEndpoint().secret
+
+    with webhook_receiver(secret) as receiver:
+        config = a2a.TaskPushNotificationConfig(url=receiver.url, token="t-2")
+        request = a2a.SendMessageRequest(
+            message=start_message({"assignees": ["user:sam"]}),
+            configuration=a2a.SendMessageConfiguration(task_push_notification_config=config),
+        )
+        # The endpoint the config becomes signs with the receiver's secret.
+        monkeypatch.setattr(
+            WebhookEndpoint._meta.get_field("secret"), "_get_default", lambda: secret
+        )
+        asked = run(send_request(a2a_site, token, request))
+
+    (received,) = receiver.received
+    assert received.body["task"]["id"] == asked.id
+    assert received.body["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert received.headers["x-a2a-notification-token"] == "t-2"
+
+
+async def send_request(base_url: str, token: str, request: a2a.SendMessageRequest) -> a2a.Task:
+    client = await a2a_client(base_url, token)
+    try:
+        return [event async for event in client.send_message(request)][-1].task
+    finally:
+        await client.close()

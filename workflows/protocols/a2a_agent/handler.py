@@ -1,6 +1,6 @@
 """The A2A request handler: every call reads or writes the invocation itself (no task store
 of its own), the Django ORM through asgiref's sync_to_async. Streams poll the store until
-the task is final or waits on someone (a live stream would wake them sooner)."""
+the task is final or needs the caller's input (a live stream would wake them sooner)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from workflows.models import Invocation
 from workflows.protocols.a2a_agent import messages, push
 from workflows.protocols.a2a_agent.tasks import (
     OUTPUT_ARTIFACT,
+    as_uuid_list,
     ends_stream,
     is_final,
     is_settled,
@@ -36,6 +37,7 @@ from workflows.protocols.a2a_agent.tasks import (
     visible_invocation,
     with_open_questions,
 )
+from workflows.transactions import write_transaction
 
 R = TypeVar("R")
 
@@ -73,6 +75,25 @@ def _send(message: a2a.Message, user: Any) -> str:
     return str(messages.start(message, user).pk)
 
 
+async def _send_configured(params: a2a.SendMessageRequest, user: Any) -> str:
+    """Send the message; with a push notification config, store it for the task in the
+    same transaction, so that it hears of the run the message causes (its URL checked
+    before anything is sent)."""
+    if not params.configuration.HasField("task_push_notification_config"):
+        return await in_thread(_send, params.message, user)
+    config = a2a.TaskPushNotificationConfig()
+    config.CopyFrom(params.configuration.task_push_notification_config)
+    await push.check_url(config.url)
+    return await in_thread(_send_watched, params.message, config, user)
+
+
+@write_transaction
+def _send_watched(message: a2a.Message, config: a2a.TaskPushNotificationConfig, user: Any) -> str:
+    config.task_id = _send(message, user)
+    push.create(config, user)
+    return config.task_id
+
+
 def _read(task_id: str, user: Any) -> a2a.Task:
     with messages.refusals_named():
         return read_task(task_id, user)
@@ -81,7 +102,6 @@ def _read(task_id: str, user: Any) -> a2a.Task:
 def _cancel(task_id: str, user: Any) -> a2a.Task:
     with messages.refusals_named():
         invocation = visible_invocation(task_id, user)
-    with messages.refusals_named():
         try:
             services.cancel(invocation, actor=user)
         except InvocationStateError:
@@ -92,7 +112,7 @@ def _cancel(task_id: str, user: Any) -> a2a.Task:
 def _list(params: a2a.ListTasksRequest, user: Any) -> a2a.ListTasksResponse:
     invocations = visible_invocations(user, Invocation.objects.all()).order_by("-created_at", "pk")
     if params.context_id:
-        invocations = invocations.filter(session_id__in=messages.as_uuid_list(params.context_id))
+        invocations = invocations.filter(session_id__in=as_uuid_list(params.context_id))
     size = min(params.page_size or LIST_PAGE_SIZE, LIST_PAGE_MAX)
     start = int(params.page_token) if params.page_token.isdigit() else 0
     total = invocations.count()
@@ -128,7 +148,7 @@ class InvocationRequestHandler(RequestHandler):
         self, params: a2a.SendMessageRequest, context: ServerCallContext
     ) -> a2a.Task:
         user = caller(context)
-        task_id = await in_thread(_send, params.message, user)
+        task_id = await _send_configured(params, user)
         task = await in_thread(_read, task_id, user)
         if params.configuration.return_immediately:
             return task
@@ -142,7 +162,7 @@ class InvocationRequestHandler(RequestHandler):
         self, params: a2a.SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         user = caller(context)
-        task_id = await in_thread(_send, params.message, user)
+        task_id = await _send_configured(params, user)
         async for event in _follow(task_id, user):
             yield event
 

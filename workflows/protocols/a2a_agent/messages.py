@@ -31,11 +31,10 @@ from workflows.engine.errors import WorkflowError
 from workflows.models import Interrupt, Invocation, Session
 from workflows.protocols.a2a_agent.tasks import (
     ADK_TYPE,
+    FINAL_STATES,
     FUNCTION_RESPONSE,
     UnknownTask,
     as_uuid_list,
-    is_final,
-    task_of,
     visible_invocation,
 )
 from workflows.protocols.envelope import question_kind
@@ -165,7 +164,7 @@ def answer(message: a2a.Message, user: Any) -> Invocation:
         raise InvalidParamsError(
             f"context {message.context_id!r} is not the context of task {message.task_id!r}"
         )
-    if is_final(task_of(invocation, user)):
+    if invocation.status in FINAL_STATES:
         raise UnsupportedOperationError(
             f"task {message.task_id} is {invocation.status}: it takes no more messages"
         )

@@ -91,10 +91,10 @@ def as_uuid_list(value: str) -> list[str]:
         return []
 
 
-def function_call_part(interrupt: Interrupt, user: Any) -> a2a.Part:
-    """The question as ADK's long-running FunctionCall: a tool call keeps its own name and
-    args; any other question is named after its node, its args the envelope."""
-    shown = envelope(interrupt, user)
+def function_call_part(interrupt: Interrupt, shown: dict[str, Any]) -> a2a.Part:
+    """The question (`shown`: its envelope) as ADK's long-running FunctionCall: a tool call
+    keeps its own name and args; any other question is named after its node, its args the
+    envelope."""
     if shown["kind"] == "tool_call":
         call = cast(dict[str, Any], interrupt.payload)
         name, args = call["name"], call["args"]
@@ -121,26 +121,18 @@ def _status(invocation: Invocation, user: Any) -> a2a.TaskStatus:
             message.parts.append(text_part(invocation.error))
     else:
         status.state = a2a.TASK_STATE_WORKING
-        open_questions = getattr(invocation, "open_interrupts", [])
-        calls = [function_call_part(q, user) for q in open_questions if _answerable(q, user)]
+        shown = [(q, envelope(q, user)) for q in getattr(invocation, "open_interrupts", [])]
+        calls = [function_call_part(q, e) for q, e in shown if e["answerable"]]
         if calls:
             status.state = a2a.TASK_STATE_INPUT_REQUIRED
             message.parts.extend(calls)
-        elif open_questions:
-            message.parts.append(text_part(_waiting_on_others(open_questions, user)))
+        elif shown:
+            pages = "; ".join(e["links"]["page"] for _, e in shown if e["links"].get("page"))
+            waiting = "Waiting for another person's answer" + (f": {pages}" if pages else "")
+            message.parts.append(text_part(waiting))
     if message.parts:
         status.message.CopyFrom(message)
     return status
-
-
-def _answerable(interrupt: Interrupt, user: Any) -> bool:
-    return bool(envelope(interrupt, user)["answerable"])
-
-
-def _waiting_on_others(questions: list[Interrupt], user: Any) -> str:
-    pages = [envelope(q, user)["links"].get("page") for q in questions]
-    where = "; ".join(page for page in pages if page)
-    return "Waiting for another person's answer" + (f": {where}" if where else "")
 
 
 def _timestamp(moment: Any) -> Timestamp:
