@@ -19,9 +19,14 @@ demo: venv
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://localhost:$(PORT)/ (the inbox; the admin: http://localhost:$(PORT)/admin/). Passkeys need the name localhost, not 127.0.0.1."
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
+	@echo "A2A agent: card http://localhost:$(PORT)/.well-known/agent-card.json, JSON-RPC"
+	@echo "  http://localhost:$(PORT)/a2a/, HTTP+JSON http://localhost:$(PORT)/a2a; token:"
+	@echo "  curl -H 'Content-Type: application/json' -d '{\"username\": \"admin\", \"password\": \"admin\"}' \\"
+	@echo "  http://localhost:$(PORT)/api/token/"
+	@echo "  then Authorization: Bearer <token> (docs/agents.md, section A2A)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
-	$(PYTHON) manage.py runserver localhost:$(PORT)
+	$(PYTHON) -m uvicorn hitl_site.asgi:application --host localhost --port $(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run

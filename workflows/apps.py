@@ -1,3 +1,4 @@
+from importlib.util import find_spec
 from typing import Any
 
 from django.apps import AppConfig
@@ -30,6 +31,10 @@ class WorkflowsConfig(AppConfig):
 
         registry.autodiscover(hitl_settings.WORKFLOW_MODULES)
         webhooks.connect()  # signed notifications to the endpoints configured in admin
+        if find_spec("a2a") and find_spec("rest_framework"):  # A2A pushes, on the webhooks
+            from .protocols.a2a_agent import push
+
+            push.connect()
         notifications.connect()  # HITL["NOTIFIERS"]: e-mail, Slack
         heartbeat.connect()  # Celery worker and beat heartbeats, for hitl_status
         task_mode.connect()  # a worker that could receive no task refuses to start

@@ -5,6 +5,7 @@ import base64
 import secrets
 import uuid
 
+from django.conf import settings
 from django.core.validators import URLValidator
 from django.db import models
 
@@ -42,6 +43,22 @@ class WebhookEndpoint(models.Model):
     is_active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # An A2A task's push notification config: the endpoint hears of this invocation only,
+    # each message the task as its creator sees it, with the token they gave echoed back.
+    invocation = models.ForeignKey(
+        "workflows.Invocation",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="Set: an A2A push notification config, for this invocation only.",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    notification_token = models.CharField(
+        max_length=500, blank=True, help_text="Sent back in the X-A2A-Notification-Token header."
+    )
 
     class Meta:
         ordering = ["url"]

@@ -120,12 +120,48 @@ class _EndpointsKnown:
 endpoints_known = _EndpointsKnown()
 
 
+def site_endpoints() -> Any:
+    """The active endpoints that hear every invocation (not an A2A task's push config)."""
+    return WebhookEndpoint.objects.filter(is_active=True, invocation__isnull=True)
+
+
+def queue_delivery(endpoint: WebhookEndpoint, event_type: str, payload: Any) -> None:
+    """Store one delivery of `payload` to `endpoint`, sent (and retried) after commit."""
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint, event_type=event_type, payload=payload
+    )
+    transaction.on_commit(partial(_enqueue, delivery.pk))
+
+
+def watch_invocation(
+    invocation: Invocation, url: str, token: str, *, actor: Any
+) -> WebhookEndpoint:
+    """An endpoint that hears of `invocation` only (an A2A push notification config made
+    by `actor`, who can see the invocation); ValidationError for a URL that is not http or
+    https."""
+    endpoint = WebhookEndpoint(
+        url=url,
+        invocation=invocation,
+        created_by=actor,
+        notification_token=token,
+        description=f"A2A push notifications of task {invocation.pk}",
+    )
+    endpoint.full_clean(exclude=["secret", "events"])
+    endpoint.save()
+    return endpoint
+
+
+def stop_watching(endpoint: WebhookEndpoint) -> None:
+    """Delete an invocation's endpoint (an A2A push config); its deliveries go with it."""
+    WebhookEndpoint.objects.filter(pk=endpoint.pk, invocation__isnull=False).delete()
+
+
 def queue_event(event_type: str, data: Callable[[], dict[str, Any]]) -> list[WebhookDelivery]:
     """Store a delivery of the event for every active endpoint that wants it, and enqueue
     each after commit. `data` is called only when some endpoint wants the event."""
     if not endpoints_known.any_active():
         return []
-    endpoints = [e for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
+    endpoints = [e for e in site_endpoints() if e.wants(event_type)]
     if not endpoints:
         return []
     payload = {"type": event_type, "timestamp": timezone.now().isoformat(), "data": data()}
@@ -216,6 +252,8 @@ def _attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
     if problem:
         return None, f"not sent: {problem}; set a new secret on the endpoint"
     headers = signed_headers(delivery.endpoint.secret, str(delivery.pk), body, datetime.now(UTC))
+    if delivery.endpoint.notification_token:
+        headers["X-A2A-Notification-Token"] = delivery.endpoint.notification_token
     return _post(delivery.endpoint.url, body, headers)
 
 
@@ -290,7 +328,7 @@ def rotate_webhook_secret(endpoint: WebhookEndpoint, *, actor: Any) -> str:
 # --- signal receivers -----------------------------------------------------------------------
 
 
-def _never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
+def never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
     """A receiver's failure is logged; the write that sent the signal is already committed
     and its caller must not see an error."""
 
@@ -304,22 +342,22 @@ def _never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
     return guarded
 
 
-@_never_raises
+@never_raises
 def on_interrupt_opened(sender: Any, interrupt_id: str, **kwargs: Any) -> None:
     queue_event("interrupt.opened", lambda: interrupt_data(interrupt_id))
 
 
-@_never_raises
+@never_raises
 def on_interrupt_resolved(sender: Any, interrupt_id: str, **kwargs: Any) -> None:
     queue_event("interrupt.resolved", lambda: interrupt_data(interrupt_id))
 
 
-@_never_raises
+@never_raises
 def on_decision_recorded(sender: Any, decision_id: Any, **kwargs: Any) -> None:
     queue_event("decision.recorded", lambda: decision_data(decision_id))
 
 
-@_never_raises
+@never_raises
 def on_invocation_finished(sender: Any, invocation_id: Any, **kwargs: Any) -> None:
     queue_event("invocation.finished", lambda: invocation_data(invocation_id))
 
