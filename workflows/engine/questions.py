@@ -13,7 +13,9 @@ import uuid
 from typing import Any
 
 _NAMESPACE = uuid.UUID("5b0c7f9e-3c2a-4d8e-9a51-6f1d2e7b4c10")
-_GATE_QUESTION = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}-gate")
+_PREFIX = r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}"
+_GATE_QUESTION = re.compile(_PREFIX + "-gate")
+_EFFECT_QUESTION = re.compile(_PREFIX + r"-effect-[0-9a-f]{16}-[0-9]+")
 
 
 def _prefix(idempotency_key: str) -> str:
@@ -28,6 +30,11 @@ def gate_question_id(idempotency_key: str) -> str:
 def is_gate_question(interrupt_id: str) -> bool:
     """Whether `interrupt_id` is the id of an approval gate's question."""
     return bool(_GATE_QUESTION.fullmatch(interrupt_id))
+
+
+def is_effect_question(interrupt_id: str) -> bool:
+    """Whether `interrupt_id` is the id of a question whether an effect happened."""
+    return bool(_EFFECT_QUESTION.fullmatch(interrupt_id))
 
 
 def effect_question_id(idempotency_key: str, effect_name: str, attempt: int) -> str:
