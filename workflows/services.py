@@ -33,6 +33,7 @@ from .engine.errors import (
 )
 from .engine.events import FunctionResponse, approval_vote
 from .engine.questions import is_gate_question
+from .engine.quorum import combined_answer, vote_problem
 from .engine.schema import validate_response
 from .engine.state import InterruptRecord
 from .engine.transitions import (
@@ -42,7 +43,7 @@ from .engine.transitions import (
     checked_input,
     retry_batch,
 )
-from .grants import edit_of, require_granter
+from .grants import check_grant_answer, edit_of, require_granter
 from .models import Decision, Interrupt, Invocation, Session
 from .people.escalation import escalate_interrupts
 from .people.out_of_office import announce_delegations, delegate, end_delegation
@@ -226,17 +227,18 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     stand_ins: dict[str, Any] = {}
     if actor is not None:
         stand_ins = _require_direct_answerer(actor, interrupts)
-        for index, response in enumerate(responses):
-            if not is_gate_question(response.id):
-                continue  # only a gate's answer asks for a grant; accept_responses checks all
-            answer = checked_answer(
-                response.id,
-                response.response,
-                hitl_settings.MAX_RESPONSE_BYTES,
-                hitl_settings.MAX_VALUE_DEPTH,
-                field=f"function_responses[{index}].response",
-            )
-            require_granter(actor, response.id, answer)
+    for index, response in enumerate(responses):
+        if not is_gate_question(response.id):
+            continue  # only a gate's answer asks for a grant; accept_responses checks all
+        answer = checked_answer(
+            response.id,
+            response.response,
+            hitl_settings.MAX_RESPONSE_BYTES,
+            hitl_settings.MAX_VALUE_DEPTH,
+            field=f"function_responses[{index}].response",
+        )
+        check_grant_answer(response.id, answer)
+        require_granter(actor, response.id, answer)
     return _store_answers(db, responses, interrupts, actor, stand_ins)
 
 
@@ -363,18 +365,23 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     latest = decisions[-1]
     if interrupt.quorum == 1:
         return latest.response
-    approvals = sum(approval_vote(d.response) is True for d in decisions)
-    if approval_vote(latest.response) is False or approvals >= interrupt.quorum:
-        return {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
+    approvals = [d.response for d in decisions if approval_vote(d.response) is True]
+    if approval_vote(latest.response) is False or len(approvals) >= interrupt.quorum:
+        answer = {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
+        return combined_answer(interrupt.pk, answer, approvals)
     return None
 
 
-def _checked_vote(interrupt: Interrupt, value: Any) -> Any:
+def _checked_vote(interrupt: Interrupt, value: Any, earlier: Iterable[Decision] = ()) -> Any:
     """The decision's answer (unwrapped and checked by checked_decision) if valid for its
-    question; else the error."""
+    question (after `earlier` decisions); else the error."""
     validate_response(interrupt.pk, interrupt.response_schema, value)
+    check_grant_answer(interrupt.pk, value)
     if interrupt.quorum == 1:
         return value
+    problem = vote_problem(interrupt.pk, [d.response for d in earlier], value)
+    if problem is not None:
+        raise ResponseValidationError(interrupt.pk, *problem)
     if approval_vote(value) is None:
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"
@@ -418,7 +425,7 @@ def decide(
     voted = [pk for d in decisions for pk in (d.actor_id, d.on_behalf_of_id) if pk is not None]
     stand_in = voting_for(actor, interrupt, voted)
     require_pending(interrupt)
-    value = _checked_vote(interrupt, value)
+    value = _checked_vote(interrupt, value, decisions)
     require_granter(actor, interrupt.pk, value)
     signed = None
     if interrupt.require_signature or assertion is not None:

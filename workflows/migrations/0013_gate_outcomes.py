@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workflows', '0012_inbox_claimed_order'),
+        ("workflows", "0012_inbox_claimed_order"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='noderun',
-            name='gate',
+            model_name="noderun",
+            name="gate",
             field=models.JSONField(blank=True, null=True),
         ),
     ]
