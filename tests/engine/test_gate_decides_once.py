@@ -339,3 +339,44 @@ async def test_an_effect_seen_finished_is_never_asked_about(store_backend):
     done = await recover(h)
     assert (done.status, done.output) == (COMPLETED, 7)
     assert calls == [7]
+
+
+class RevokedMeanwhile:
+    """A store on which the grant a gate finds is revoked before the gate's commit; it
+    notes the gate outcome of every node run it commits."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.committed_gates: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def find_grants(self, *args: Any) -> Any:
+        found = await self.inner.find_grants(*args)
+        await self.inner.revoke_grant("grant-1", datetime.now(UTC))
+        return found
+
+    async def commit(self, batch: Any) -> Any:
+        result = await self.inner.commit(batch)
+        self.committed_gates += [
+            state.gate for path, state in batch.node_runs.items() if path.endswith("refund@1")
+        ]
+        return result
+
+
+@sync
+async def test_a_grant_refused_at_commit_leaves_the_gate_undecided_and_it_asks(store_backend):
+    paid: list[Any] = []
+    store = RevokedMeanwhile(store_backend.new_store())
+    h = Harness(refund_workflow(paid, {"inside": False}), store_backend, store=store)
+    await store.record_grant(always_grant())
+    asked = await h.run({"amount": 20, "customer": "ann"})
+    ((question_id, _),) = asked.interrupts.items()
+    assert is_gate_question(question_id)
+    assert all(gate is None for gate in store.committed_gates), store.committed_gates
+    assert await store_backend.grant_uses(store.inner) == []
+    done = await h.resume({question_id: {"decision": "approve"}})
+    assert done.output == {"paid": 20}
+    assert store.committed_gates[-1]["decision"] == "approve"
+    assert store.committed_gates[-1].get("grant") is None

@@ -19,13 +19,16 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.asking import ask
 from tests.gates.gated import MAIL, REFUND, TRANSFER
 from tests.gates.test_services import snapshot, start_refund, support
 from tests.test_fuzz_inputs import FUZZ
 from workflows import grants, services
 from workflows.engine import Workflow, node
+from workflows.engine.effects import in_doubt_schema
 from workflows.engine.errors import InvalidGrantError, ResponseValidationError, WorkflowError
 from workflows.engine.grants import pins_allow
+from workflows.engine.questions import effect_question_id
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Effect, Grant, Interrupt, Invocation, Session
 from workflows.registry import registry
@@ -254,3 +257,24 @@ def test_an_effects_finish_is_committed_before_ctx_effect_returns():
     invocation.refresh_from_db()
     assert (invocation.status, invocation.output) == (NodeStatus.COMPLETED, {"paid": 12})
     assert SEEN == {"status": "finished"}
+
+
+def test_a_quorums_answers_to_an_in_doubt_question_must_agree():
+    """Two approvers must say the same: one voice alone never decides that a payment did
+    not happen (which would make it again)."""
+    ann, ben = support("ann"), support("ben")
+    interrupt = ask(
+        interrupt_id=effect_question_id("an-invocation:refund@1", "pay", 1),
+        response_schema=in_doubt_schema(quorum=2),
+        assignees=["group:support"],
+        quorum=2,
+    )
+    services.decide(interrupt.pk, {"happened": True, "result": "r-1", "approved": True}, actor=ann)
+    before = snapshot()
+    with pytest.raises(ResponseValidationError) as refused:
+        services.decide(interrupt.pk, {"happened": False, "approved": True}, actor=ben)
+    assert refused.value.field == "happened"
+    assert snapshot() == before
+    services.decide(interrupt.pk, {"happened": True, "result": "r-1", "approved": True}, actor=ben)
+    interrupt.refresh_from_db()
+    assert interrupt.status == InterruptStatus.RESOLVED
