@@ -307,7 +307,10 @@ class GatedNode(BaseNode):
         answer = ctx.own_answers.get(question_id)
         if answer is not None:
             outcome = self._answered(ctx, question_id, answer)
-            await self._keep(ctx, outcome)
+            if outcome["decision"] == REJECT:  # no body runs: kept with the run's outcome
+                ctx.gate_outcome = outcome
+            else:
+                await self._keep(ctx, outcome)
             return outcome
         problem = self.gate.args_problem(node_input)
         if problem is not None:
@@ -317,7 +320,7 @@ class GatedNode(BaseNode):
                 "decision": REJECT,
                 "reason": f"the args do not satisfy args_schema: {problem}",
             }
-            await self._keep(ctx, outcome)
+            ctx.gate_outcome = outcome  # kept with the run's outcome: no body runs
             return outcome
         return await self._passed_on_grant(ctx, node_input)
 
