@@ -15,7 +15,8 @@ a scratch database made from the models, dropped and created anew each run). The
 wrapped to count its reads (`load_*`, `find_*`) and its commits (each one transaction).
 The table shows, per node, the median time over the repetitions and the reads and commits
 beyond the plain chain's. Targets: a gate passing on a grant costs at most one extra read
-(and no commit); an effect at most one extra commit. Nothing is asserted.
+(and no commit); an effect two extra commits (its start, and its finish before
+`ctx.effect` returns). Nothing is asserted.
 """
 
 from __future__ import annotations

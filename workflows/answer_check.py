@@ -13,15 +13,16 @@ The rules, in the order they are asked (the first that fails is the refusal):
 2. how: a question with `quorum > 1` takes decisions only (`decision_required`);
 3. one vote per person, whichever hat they wear (`already_decided`);
 4. a decision needs a pending question and an answer its schema and quorum accept;
-5. a gate's scopes: remembering an approval `always` needs `workflows.add_grant`;
+5. a gate's grant request: one that can be kept (`grants.check_grant_answer`), and
+   remembering an approval `always` needs `workflows.add_grant`;
 6. `require_signature`: a person's answer carries a valid assertion of their passkey over
    the decision's challenge (`signature_required`, `invalid_signature`; both 403). A direct
    answer cannot carry one: a person answers a signed question by a decision.
 A direct answer is asked 1, 2, 6 and 5 (the engine checks that it is pending and valid, and
 takes an identical repeat of an accepted answer as a success).
 
-The system (`actor` None, on the direct path) is bound by none of them: only the answer's
-own validity, which the engine checks.
+The system (`actor` None, on the direct path) is bound by none of them but a gate's grant
+request that could not be kept; the engine checks the answer's own validity.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from . import passkeys
 from .claims import require_pending
 from .engine.errors import AlreadyDecidedError, DecisionRequiredError, ResponseValidationError
 from .engine.events import approval_vote
+from .engine.quorum import vote_problem
 from .engine.schema import validate_response
-from .grants import require_granter
+from .grants import check_grant_answer, require_granter
 from .models import Decision, Interrupt
 from .policy import answer_policy, voting_for
 
@@ -72,6 +74,7 @@ def check_answer(
     `comment` and `assertion`: a decision's, which the signature covers."""
     direct = decisions is None
     if direct and actor is None:
+        check_grant_answer(interrupt.pk, response)
         return Admission(response)
     policy = answer_policy()
     refusal = policy.refusal(actor, interrupt)
@@ -85,7 +88,7 @@ def check_answer(
     voted = [pk for d in decisions for pk in (d.actor_id, d.on_behalf_of_id) if pk is not None]
     stand_in = voting_for(actor, interrupt, voted)
     require_pending(interrupt)
-    value = checked_vote(interrupt, response)
+    value = checked_vote(interrupt, response, decisions)
     require_granter(actor, interrupt.pk, value)
     signed = None
     if interrupt.require_signature or assertion is not None:
@@ -105,16 +108,22 @@ def _direct(interrupt: Interrupt, actor: Any, response: Any) -> Admission:
             code="signature_required",
         )
     stand_in = voting_for(actor, interrupt)
+    check_grant_answer(interrupt.pk, response)
     require_granter(actor, interrupt.pk, response)
     return Admission(response, None if stand_in is None else stand_in.delegator)
 
 
-def checked_vote(interrupt: Interrupt, value: Any) -> Any:
-    """A decision's answer if valid for its question (its schema; above quorum 1, an
-    approval or a rejection without the `decisions` the service adds); else the error."""
+def checked_vote(interrupt: Interrupt, value: Any, earlier: Sequence[Decision] = ()) -> Any:
+    """A decision's answer if valid for its question (its schema, a gate's grant request;
+    above quorum 1, an approval or a rejection without the `decisions` the service adds,
+    agreeing with the `earlier` votes where they must); else the error."""
     validate_response(interrupt.pk, interrupt.response_schema, value)
+    check_grant_answer(interrupt.pk, value)
     if interrupt.quorum == 1:
         return value
+    problem = vote_problem(interrupt.pk, [d.response for d in earlier], value)
+    if problem is not None:
+        raise ResponseValidationError(interrupt.pk, *problem)
     if approval_vote(value) is None:
         raise ResponseValidationError(
             interrupt.pk, "approved", "a quorum decision must approve or reject (true or false)"

@@ -108,6 +108,11 @@ DEFAULTS: dict[str, Any] = {
     "RUBBER_STAMP_MIN_DECISIONS": 20,
     "RUBBER_STAMP_APPROVAL_RATE": 0.95,
     "RUBBER_STAMP_MEDIAN_SECONDS": 10,
+    # The most a grant may be given (docs/gates.md): seconds it stays live (ttl_seconds)
+    # and dispatches it lets pass (uses_left). Larger ones are refused where they are
+    # asked for: a decision's ResponseValidationError, the API's 400 (invalid_grant).
+    "GRANT_MAX_TTL": 365 * 24 * 3600,
+    "GRANT_MAX_USES": 10_000,
 }
 
 

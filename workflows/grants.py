@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import jsonschema
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS
@@ -17,10 +16,11 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .audit import trail
-from .engine.errors import InvalidGrantError, UnknownGrantError
+from .conf import hitl_settings
+from .engine.errors import InvalidGrantError, ResponseValidationError, UnknownGrantError
 from .engine.gates import Gate, gates_of
+from .engine.grants import pins_problem
 from .engine.questions import is_gate_question
-from .engine.schema import check_schema
 from .engine.status import GrantScope
 from .gate_models import Grant
 from .policy import grant_policy
@@ -43,6 +43,39 @@ def require_granter(actor: Any, interrupt_id: str, response: Any) -> None:
     refusal = grant_policy().refusal_to_grant(actor, scope)
     if refusal:
         raise PermissionDenied(refusal)
+
+
+def grant_request_problem(request: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, why) when a grant asked for (a decision's `pins`, `ttl_seconds`,
+    `uses_left`, or a grant made directly) could not be kept or used: pins that are not
+    a JSON Schema whose references resolve within it, or nested too deep; a ttl or a
+    number of uses that is not a whole number from 1 to HITL["GRANT_MAX_TTL"] /
+    HITL["GRANT_MAX_USES"]. None when it can."""
+    problem = pins_problem(request.get("pins"))
+    if problem is not None:
+        return "pins", problem
+    limits = {
+        "ttl_seconds": hitl_settings.GRANT_MAX_TTL,
+        "uses_left": hitl_settings.GRANT_MAX_USES,
+    }
+    for field, most in limits.items():
+        value = request.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+            return field, f"must be a whole number from 1 to {most}"
+    return None
+
+
+def check_grant_answer(interrupt_id: str, response: Any) -> None:
+    """An answer to a gate's question that remembers the approval asks for a grant that
+    can be kept and used (`grant_request_problem`): ResponseValidationError naming the
+    field otherwise, before anything is stored."""
+    if not is_gate_question(interrupt_id) or not isinstance(response, dict):
+        return
+    problem = grant_request_problem(response)
+    if problem is not None:
+        raise ResponseValidationError(interrupt_id, *problem)
 
 
 @receiver(grant_action, dispatch_uid="workflows.grants.audit")
@@ -144,17 +177,20 @@ def create_grant(
         raise PermissionDenied(refusal)
     gate = _gate(workflow_name, node_name)
     scope = _scope(gate, scope, scope_id)
-    _check_pins(pins)
-    for field, value in (("ttl_seconds", ttl_seconds), ("uses_left", uses_left)):
-        if value is not None and (
-            not isinstance(value, int) or isinstance(value, bool) or value < 1
-        ):
-            raise InvalidGrantError(field, "must be a whole number of at least 1")
+    problem = grant_request_problem(
+        {"pins": pins, "ttl_seconds": ttl_seconds, "uses_left": uses_left}
+    )
+    if problem is not None:
+        raise InvalidGrantError(*problem)
     now = timezone.now()
     if ttl_seconds is not None and expires_at is not None:
         raise InvalidGrantError("expires_at", "give ttl_seconds or expires_at, not both")
     if expires_at is not None and expires_at <= now:
         raise InvalidGrantError("expires_at", "must be in the future")
+    if expires_at is not None and expires_at > now + timedelta(seconds=hitl_settings.GRANT_MAX_TTL):
+        raise InvalidGrantError(
+            "expires_at", f"must be within {hitl_settings.GRANT_MAX_TTL} seconds from now"
+        )
     if ttl_seconds:
         expires_at = now + timedelta(seconds=ttl_seconds)
     grant = Grant.objects.create(
@@ -218,14 +254,3 @@ def _scope(gate: Gate, scope: str, scope_id: str) -> GrantScope:
     if scope != GrantScope.ALWAYS and not scope_id:
         raise InvalidGrantError("scope_id", f"a grant for one {scope} names it")
     return GrantScope(scope)
-
-
-def _check_pins(pins: Any) -> None:
-    if pins is None:
-        return
-    if not isinstance(pins, dict):
-        raise InvalidGrantError("pins", "must be a JSON Schema object")
-    try:
-        check_schema(pins)
-    except jsonschema.SchemaError as exc:
-        raise InvalidGrantError("pins", f"not a JSON Schema: {exc.message}") from None

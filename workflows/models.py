@@ -110,6 +110,9 @@ class NodeRun(models.Model):
     resume_inputs = models.JSONField(default=dict, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     error = models.TextField(blank=True)
+    # What its approval gate decided, once per run: approved, edited, rejected or passed
+    # on a grant, and by whom (a re-execution reuses it).
+    gate = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

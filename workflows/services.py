@@ -28,6 +28,7 @@ from .dispatch import enqueue_run
 from .engine.errors import IdempotencyKeyReusedError, UnknownInterruptError
 from .engine.events import FunctionResponse, approval_vote
 from .engine.questions import is_gate_question
+from .engine.quorum import combined_answer
 from .engine.state import InterruptRecord
 from .engine.transitions import (
     accept_responses,
@@ -217,18 +218,16 @@ def _accept(responses: list[FunctionResponse], actor: Any) -> Any:
     # The one lock order (invocation row, then its interrupts): answers racing cancel,
     # retry or the deadline sweep queue on the invocation instead of deadlocking.
     interrupts = db.lock_for_answers_sync([r.id for r in responses])
-    stand_ins: dict[str, Any] = {}
-    if actor is not None:
-        stand_ins = _checked_direct_answers(actor, responses, interrupts)
+    stand_ins = _checked_direct_answers(actor, responses, interrupts)
     return _store_answers(db, responses, interrupts, actor, stand_ins)
 
 
 def _checked_direct_answers(
     actor: Any, responses: list[FunctionResponse], interrupts: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A person answering directly: every rule of each question (`check_answer`); unknown
-    ids are left to accept_responses. Returns, by interrupt id, the delegator `actor`
-    answers for where they may only as a delegate."""
+    """Every rule of each question answered directly (`check_answer`; the system, `actor`
+    None, only a gate's grant request); unknown ids are left to accept_responses. Returns,
+    by interrupt id, the delegator `actor` answers for where they may only as a delegate."""
     rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
     questions = {interrupt.pk: interrupt for interrupt in rows}
     stand_ins = {}
@@ -358,9 +357,10 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
     latest = decisions[-1]
     if interrupt.quorum == 1:
         return latest.response
-    approvals = sum(approval_vote(d.response) is True for d in decisions)
-    if approval_vote(latest.response) is False or approvals >= interrupt.quorum:
-        return {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
+    approvals = [d.response for d in decisions if approval_vote(d.response) is True]
+    if approval_vote(latest.response) is False or len(approvals) >= interrupt.quorum:
+        answer = {**latest.response, "decisions": [_decision_summary(d) for d in decisions]}
+        return combined_answer(interrupt.pk, answer, approvals)
     return None
 
 

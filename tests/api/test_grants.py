@@ -1,7 +1,10 @@
 """The grants endpoints: `GET/POST grants/`, `POST grants/{id}/revoke/`; a gate's question
 through `POST interrupts/{id}/decisions/`, remembering an approval."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from tests.api.conftest import error_of, pending, snapshot, start, user_with
 from tests.gates.gated import REFUND
@@ -69,18 +72,19 @@ def test_posting_a_grant_needs_add_grant_and_a_gate_that_allows_its_scope(client
             "/api/grants/", {**body, "expires_at": "2001-01-01T00:00:00Z"}, format="json"
         )
     ) == (400, "invalid_grant", "expires_at")
+    in_a_month = timezone.now() + timedelta(days=30)
     made = client_for(boss).post(
         "/api/grants/",
         {
             **body,
             "pins": {"properties": {"amount": {"maximum": 50}}},
-            "expires_at": "2999-01-01T00:00:00Z",
+            "expires_at": in_a_month.isoformat(),
         },
         format="json",
     )
     assert made.status_code == 201, made.json()
     assert made.json()["pins"] == {"properties": {"amount": {"maximum": 50}}}
-    assert made.json()["expires_at"].startswith("2999-01-01")
+    assert made.json()["expires_at"].startswith(in_a_month.date().isoformat())
     assert Grant.objects.get().granted_by == boss
 
 
@@ -114,3 +118,49 @@ def test_the_grants_list_filters_live_ones(client_for):
     assert [g["uses_left"] for g in listed] == [None]
     ended = client_for(keeper).get("/api/grants/?live=false").json()["results"]
     assert [g["uses_left"] for g in ended] == [0]
+
+
+def _nested(levels: int) -> dict:
+    pins: dict = {}
+    for _ in range(levels):
+        pins = {"not": pins}
+    return pins
+
+
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [
+        ({"ttl_seconds": 10**15}, "ttl_seconds"),
+        ({"uses_left": 10**12}, "uses_left"),
+        ({"expires_at": "9999-01-01T00:00:00Z"}, "expires_at"),
+        ({"pins": {"$ref": "#/nowhere"}}, "pins"),
+        ({"pins": _nested(200)}, "pins"),
+    ],
+)
+def test_posting_a_grant_that_cannot_be_kept_is_a_named_400(client_for, given, field):
+    boss = user_with("workflows.add_grant")
+    body = {"workflow_name": REFUND, "node_name": "refund", "scope": "always", **given}
+    before = snapshot()
+    response = client_for(boss).post("/api/grants/", body, format="json")
+    assert error_of(response) == (400, "invalid_grant", field)
+    assert snapshot() == before and not Grant.objects.exists()
+
+
+def test_an_edit_through_the_api_checks_the_schemas_formats(client_for):
+    from tests.gates.gated import MAIL
+
+    ada = user_with("workflows.answer_interrupt")
+    (question,) = pending(start(MAIL, {"to": "ann@example.com"}))
+    before = snapshot()
+    edit = {"decision": "edit", "args": {"to": "not an email"}}
+    response = client_for(ada).post(
+        f"/api/interrupts/{question.pk}/decisions/", {"response": edit}, format="json"
+    )
+    assert error_of(response) == (400, "invalid_response", "args.to")
+    response = client_for(ada).post(
+        "/api/function-responses/",
+        {"function_responses": [{"id": question.pk, "response": edit}]},
+        format="json",
+    )
+    assert error_of(response)[:2] == (400, "invalid_response")
+    assert snapshot() == before

@@ -1,6 +1,7 @@
 """Effects: `ctx.effect` / `ctx.effect_sync` record started and finished durably around the
-call; a re-execution reuses a finished effect's result; an effect in doubt (started, never
-finished) is called again with the same key when idempotent, otherwise the node asks."""
+call (the finish committed before it returns); a re-execution reuses a finished effect's
+result; an effect in doubt (started, never finished: the process died inside the call) is
+called again with the same key when idempotent, otherwise the node asks."""
 
 from typing import Any
 
@@ -27,9 +28,15 @@ class Crash(BaseException):
     """The process dying: nothing after it is committed."""
 
 
-def charge(calls: list[Any]):
+def charge(calls: list[Any], crash: dict[str, bool] | None = None):
+    """The provider's charge; while crash["after"] is set, the process dies once the
+    provider charged, before the call returns (so before its result is recorded)."""
+
     def charge(amount: int, *, idempotency_key: str) -> dict[str, Any]:
         calls.append((amount, idempotency_key))
+        if crash is not None and crash["after"]:
+            crash["after"] = False
+            raise Crash()
         return {"charged": amount, "receipt": f"r-{len(calls)}"}
 
     return charge
@@ -39,15 +46,11 @@ def paying_workflow(
     calls: list[Any], crash: dict[str, bool], *, idempotent: bool, rerun: bool = False
 ) -> Workflow:
     """START -> pay: charges its input through `ctx.effect`; while crash["after"] is set,
-    the process dies after the charge returned, before its result is recorded."""
+    the process dies inside the charge, after the provider charged."""
 
     @node(name="pay", rerun_on_resume=rerun)
     async def pay(node_input, ctx):
-        result = await ctx.effect("charge", charge(calls), node_input, idempotent=idempotent)
-        if crash["after"]:
-            crash["after"] = False
-            raise Crash()
-        return result
+        return await ctx.effect("charge", charge(calls, crash), node_input, idempotent=idempotent)
 
     return Workflow(name="payments", edges=[("START", pay)])
 
@@ -176,11 +179,7 @@ async def test_a_gated_nodes_question_in_doubt_goes_to_the_gates_assignees(store
     @approval_gate(message="Charge {amount}?", assignees=["group:billing"])
     @node(name="pay")
     async def pay(node_input, ctx):
-        result = await ctx.effect("charge", charge(calls), node_input["amount"])
-        if crash["after"]:
-            crash["after"] = False
-            raise Crash()
-        return result
+        return await ctx.effect("charge", charge(calls, crash), node_input["amount"])
 
     h = Harness(Workflow(name="payments", edges=[("START", pay)]), store_backend)
     asked = await h.runner.run({"amount": 9}, invocation_id=INVOCATION)
@@ -231,11 +230,7 @@ async def test_effect_sync_in_a_synchronous_body_and_its_doubt(store_backend):
 
     @node(name="pay")
     def pay(node_input, ctx):
-        result = ctx.effect_sync("charge", charge(calls), node_input, idempotent=True)
-        if crash["after"]:
-            crash["after"] = False
-            raise Crash()
-        return result
+        return ctx.effect_sync("charge", charge(calls, crash), node_input, idempotent=True)
 
     h = Harness(Workflow(name="payments", edges=[("START", pay)]), store_backend)
     done = await crash_then_recover(h, 12)
@@ -258,7 +253,9 @@ async def test_two_effects_of_one_name_in_one_run_fail_the_node(store_backend):
 
 
 @sync
-async def test_an_effect_costs_one_commit_and_no_read_on_a_first_run(store_backend):
+async def test_an_effect_costs_two_commits_and_no_read_on_a_first_run(store_backend):
+    """Its start before the call, its finish before `ctx.effect` returns."""
+
     async def plain(node_input, ctx):
         return node_input
 
@@ -272,5 +269,5 @@ async def test_an_effect_costs_one_commit_and_no_read_on_a_first_run(store_backe
         result = await runner.run(3)
         assert result.status == COMPLETED
         counts[body.__name__] = (store.commits, store.reads)
-    assert counts["effectful"][0] == counts["plain"][0] + 1
+    assert counts["effectful"][0] == counts["plain"][0] + 2
     assert counts["effectful"][1] == counts["plain"][1]

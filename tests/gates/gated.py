@@ -5,6 +5,8 @@
 - hitl_test_delete: a record deletion that needs two approvers, not the starter.
 - hitl_test_timed: a gate that rejects at its deadline.
 - hitl_test_charge: a gated charge performed as an effect (`ctx.effect_sync`).
+- hitl_test_transfer: a transfer two of support approve, remembered in any scope.
+- hitl_test_mail: a mail whose address an approver may edit (args_schema: format email).
 """
 
 from datetime import timedelta
@@ -19,6 +21,8 @@ REFUND = "hitl_test_refund"
 DELETE = "hitl_test_delete"
 TIMED = "hitl_test_timed"
 CHARGE = "hitl_test_charge"
+TRANSFER = "hitl_test_transfer"
+MAIL = "hitl_test_mail"
 CHARGES: list[tuple[int, str]] = []  # (amount, idempotency key) of every call
 
 REFUND_ARGS = {
@@ -79,6 +83,30 @@ def charge(node_input: dict, ctx: Any) -> dict:
     return ctx.effect_sync("bank", bank_charge, node_input["amount"])
 
 
+@approval_gate(
+    message="Transfer {amount}?",
+    assignees=["group:support"],
+    quorum=2,
+    remember=("invocation", "session", "always"),
+)
+@node(name="transfer")
+def transfer(node_input: dict) -> dict:
+    return {"transferred": node_input["amount"]}
+
+
+MAIL_ARGS = {
+    "type": "object",
+    "properties": {"to": {"type": "string", "format": "email", "title": "To"}},
+    "required": ["to"],
+}
+
+
+@approval_gate(message="Mail {to}?", args_schema=MAIL_ARGS, allow_edit=True)
+@node(name="mail")
+def mail(node_input: dict) -> dict:
+    return {"mailed": node_input["to"]}
+
+
 WORKFLOWS = [
     Workflow(
         name=REFUND,
@@ -87,6 +115,8 @@ WORKFLOWS = [
     Workflow(name=DELETE, edges=[("START", delete_record)]),
     Workflow(name=TIMED, edges=[("START", go)]),
     Workflow(name=CHARGE, edges=[("START", charge)]),
+    Workflow(name=TRANSFER, edges=[("START", transfer)]),
+    Workflow(name=MAIL, edges=[("START", mail)]),
 ]
 for workflow in WORKFLOWS:
     if workflow.name not in {d.name for d in registry.definitions()}:

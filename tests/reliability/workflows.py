@@ -112,28 +112,33 @@ def reviews() -> Workflow:
     return Workflow(name="reliability_reviews", edges=[("START", review)])
 
 
-def charge_card(journal: str, amount: int, idempotency_key: str) -> dict:
-    """The side effect: the journal shows each call and the key it was given."""
+def charge_card(journal: str, amount: int, seconds: float, idempotency_key: str) -> dict:
+    """The side effect: the journal shows each call and the key it was given. The first
+    call then takes `seconds` before it returns (the provider charged, its answer not yet
+    back): the window a test kills its worker in, so the effect's result is never
+    recorded."""
+    first = not any(e["what"] == "charged" for e in read_journal(journal))
     entry = {"node": "charge", "what": "charged", "key": idempotency_key, "pid": os.getpid()}
     with open(journal, "a") as file:
         file.write(json.dumps({**entry, "at": time.time()}) + "\n")
+    if first:
+        time.sleep(seconds)
     return {"charged": amount}
 
 
-@approval_gate(message="Charge {amount}?")
+@approval_gate(message="Charge {amount}?", remember=("always",))
 @node(name="charge")
 def charge(node_input: dict, ctx: Any) -> dict:
-    """The gated node: its effect, then (the first time only) input["seconds"] of work
-    before the node's result is recorded, the window a test kills its worker in."""
+    """The gated node: its effect (killed inside the first call), then its result."""
     journal = node_input["journal"]
-    first = not any(e["what"] == "after effect" for e in read_journal(journal))
-    result = ctx.effect_sync(
-        "card", charge_card, journal, node_input["amount"], idempotent=node_input["idempotent"]
+    return ctx.effect_sync(
+        "card",
+        charge_card,
+        journal,
+        node_input["amount"],
+        node_input["seconds"],
+        idempotent=node_input["idempotent"],
     )
-    note(journal, "charge", "after effect")
-    if first:
-        time.sleep(node_input["seconds"])
-    return result
 
 
 @register

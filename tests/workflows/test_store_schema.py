@@ -249,6 +249,7 @@ def test_the_store_writes_json_columns_as_json_and_only_those():
         route="r",
         resume_inputs={"q": 1},
         error="e",
+        gate={"decision": "approve", "by": None},
     )
     values = rows.node_run_values("pk", [("p/n", state)], "stamp")
     assert _json_texts(rows.NODE_RUN_COLUMNS, values) == json_fields(rows.NODE_RUNS)

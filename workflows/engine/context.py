@@ -206,9 +206,23 @@ class Execution:
                 return True, await complete(commit(batch))
             except GrantUnavailableError as refused:
                 uses = batch.grant_uses
-                self.refused_grant_uses += [u for u in uses if u.grant_id == refused.grant_id]
+                taken = [u for u in uses if u.grant_id == refused.grant_id]
+                self.refused_grant_uses += taken
                 batch.grant_uses = [u for u in uses if u.grant_id != refused.grant_id]
+                for use in taken:
+                    self._undecide(batch, use)
                 self.batch.put_back(batch)
+
+    def _undecide(self, batch: WriteBatch, use: GrantUse) -> None:
+        """A refused grant use takes back the gate outcome it was committed with: the
+        node run's gate has not decided (it asks)."""
+        state = batch.node_runs.get(use.path)
+        if state is None or (state.gate or {}).get("grant") != use.grant_id:
+            return
+        undecided = replace(state, gate=None)
+        batch.node_runs[use.path] = undecided
+        if self.node_runs.get(use.path) is state:
+            self.node_runs[use.path] = undecided
 
     async def commit_effect(self, record: EffectRecord) -> None:
         """Durably record `record` (an effect starting), with the effect records waiting
@@ -301,6 +315,11 @@ class Context:
         self.own_answers: dict[str, Any] = {}
         self.may_have_effects = False  # ran before: effect records may exist
         self.effect_names: set[str] = set()  # effects of this execution, by name
+        # What the run's approval gate decided, as stored with the run (None: not yet, or
+        # no gate); `gate` is what the gated body sees of it: {"decision", "args",
+        # "original_args", "edited", "reason", "by", "grant"}.
+        self.gate_outcome: dict[str, Any] | None = None
+        self.gate: dict[str, Any] | None = None
 
     @property
     def invocation_id(self) -> str:
@@ -340,18 +359,25 @@ class Context:
         /,
         *args: Any,
         idempotent: bool = False,
+        result_schema: Any = None,
         **kwargs: Any,
     ) -> Any:
         """Perform a side effect once: record that it started, call `fn(*args, **kwargs)`
         (with `idempotency_key=f"{ctx.idempotency_key}:{name}"` when `fn` accepts it), record
-        its result, both durably, and return the result.
+        its result, both durably (the finish is committed before this returns), and
+        return the result.
 
         When the node runs again, a finished effect returns its stored result without
         calling `fn`. One that started and never finished (a crash in between) is in doubt:
         with `idempotent=True` it is called again with the same key; otherwise the node asks
-        a person whether it happened (`{"happened": bool, "result": ...}`) and goes on from
-        the answer. `fn` raising records the effect failed; a re-run calls it again."""
-        return await effects.perform(self, name, fn, args, kwargs, idempotent)
+        a person whether it happened (`{"happened": bool, "result": ...}`, asked with the
+        rules of the node's gate) and goes on from the answer. `result_schema` (a JSON
+        Schema, pydantic model or type) makes that answer's `result` required and valid
+        when it happened; without one, "it happened" without a result returns None. `fn`
+        raising records the effect failed; a re-run calls it again."""
+        return await effects.perform(
+            self, name, fn, args, kwargs, idempotent=idempotent, result_schema=result_schema
+        )
 
     def effect_sync(
         self,
@@ -360,10 +386,13 @@ class Context:
         /,
         *args: Any,
         idempotent: bool = False,
+        result_schema: Any = None,
         **kwargs: Any,
     ) -> Any:
         """`effect` for synchronous node bodies (`fn` is a plain function)."""
-        return effects.perform_sync(self, name, fn, args, kwargs, idempotent)
+        return effects.perform_sync(
+            self, name, fn, args, kwargs, idempotent=idempotent, result_schema=result_schema
+        )
 
     async def run_node(self, node: Any, node_input: Any = None) -> Any:
         """Run `node` as a dynamic child and return its output.

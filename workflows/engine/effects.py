@@ -1,10 +1,11 @@
 """Effects: side effects a node performs once (`ctx.effect`, `ctx.effect_sync`).
 
 Each effect is recorded as started, durably, before its function is called, and as
-finished, with its result, in the node run's next write (a crash before that leaves it
-started: in doubt). A re-execution of the node returns a finished effect's result without
-calling the function again; one in doubt is called again with the same idempotency key
-when declared idempotent, otherwise the node asks a person whether it happened.
+finished, with its result, durably before `ctx.effect` returns (a crash in between leaves
+it started: in doubt). A re-execution of the node returns a finished effect's result
+without calling the function again; one in doubt is called again with the same
+idempotency key when declared idempotent, otherwise the node asks a person whether it
+happened, with the rules of the question that let it happen (its gate's).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .events import RequestInput
 from .nodes import is_async_callable
 from .questions import QuestionRaised, effect_question_id
+from .schema import to_json_schema
 from .state import EffectRecord, copied
 from .status import EffectStatus
 from .values import clean_text, to_json_value
@@ -41,14 +43,57 @@ IN_DOUBT_SCHEMA: dict[str, Any] = {
 }
 
 
+def in_doubt_schema(result_schema: Any = None, quorum: int = 1) -> dict[str, Any]:
+    """The answer to an in-doubt question: with `result_schema`, a `result` valid against
+    it is required when it happened; with a quorum, each approver confirms the answer
+    (`approved`) and the same answer must be given by all (see `vote_conflict`)."""
+    schema: dict[str, Any] = {
+        **IN_DOUBT_SCHEMA,
+        "properties": dict(IN_DOUBT_SCHEMA["properties"]),
+    }
+    result = to_json_schema(result_schema)
+    if result is not None:
+        schema["properties"]["result"] = {**IN_DOUBT_SCHEMA["properties"]["result"], **result}
+        schema["if"] = {"properties": {"happened": {"const": True}}, "required": ["happened"]}
+        schema["then"] = {"required": ["result"]}
+    if quorum > 1:
+        schema["properties"].update(
+            approved={"type": "boolean", "const": True, "title": "I confirm this answer"},
+            decisions={"type": "array"},  # added by the approval service
+        )
+        schema["required"] = ["happened", "approved"]
+    return schema
+
+
+def vote_conflict(earlier: list[Any], vote: Any) -> str | None:
+    """Why `vote` on a quorum's in-doubt question differs from the votes cast before it
+    (None when it agrees): every approver must give the same answer."""
+
+    def said(answer: Any) -> tuple[Any, Any]:
+        answer = answer if isinstance(answer, dict) else {}
+        happened = answer.get("happened")
+        return happened, answer.get("result") if happened else None
+
+    for other in earlier:
+        if said(other) != said(vote):
+            happened, result = said(other)
+            return (
+                f"differs from an earlier decision (happened: {happened!r}, result: "
+                f"{result!r}); every approver gives the same answer"
+            )
+    return None
+
+
 @dataclass
 class _Step:
     """What to do for one effect call: call the function under `record` (committing it
-    first when `commit`), or, with no record, return `result`."""
+    first when `commit`), or, with no record, commit `finish` (when given) and return
+    `result`."""
 
     record: EffectRecord | None
     result: Any = None
     commit: bool = False
+    finish: EffectRecord | None = None
 
 
 async def perform(
@@ -57,12 +102,16 @@ async def perform(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    *,
     idempotent: bool,
+    result_schema: Any = None,
 ) -> Any:
-    step = _begin(ctx, await _records(ctx), name, idempotent)
-    if step.record is None:
-        return step.result
+    step = _begin(ctx, await _records(ctx), name, idempotent, result_schema)
     execution = ctx._execution
+    if step.record is None:
+        if step.finish is not None:
+            await execution.commit_effect(step.finish)
+        return step.result
     if step.commit:
         await execution.commit_effect(step.record)
     call_kwargs = _with_key(fn, kwargs, step.record.key)
@@ -76,7 +125,9 @@ async def perform(
     except Exception as exc:
         _failed(ctx, step.record, exc)
         raise
-    return _finished(ctx, step.record, result)
+    done = _finished(ctx, step.record, result)
+    await execution.commit_effect(done)
+    return done.result
 
 
 def perform_sync(
@@ -85,19 +136,26 @@ def perform_sync(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    *,
     idempotent: bool,
+    result_schema: Any = None,
 ) -> Any:
-    step = _begin(ctx, _records_sync(ctx), name, idempotent)
+    step = _begin(ctx, _records_sync(ctx), name, idempotent, result_schema)
+    execution = ctx._execution
     if step.record is None:
+        if step.finish is not None:
+            execution.commit_effect_sync(step.finish)
         return step.result
     if step.commit:
-        ctx._execution.commit_effect_sync(step.record)
+        execution.commit_effect_sync(step.record)
     try:
         result = fn(*args, **_with_key(fn, kwargs, step.record.key))
     except Exception as exc:
         _failed(ctx, step.record, exc)
         raise
-    return _finished(ctx, step.record, result)
+    done = _finished(ctx, step.record, result)
+    execution.commit_effect_sync(done)
+    return done.result
 
 
 async def _records(ctx: Context) -> dict[str, EffectRecord]:
@@ -126,7 +184,13 @@ def _records_sync(ctx: Context) -> dict[str, EffectRecord]:
     return known
 
 
-def _begin(ctx: Context, records: dict[str, EffectRecord], name: str, idempotent: bool) -> _Step:
+def _begin(
+    ctx: Context,
+    records: dict[str, EffectRecord],
+    name: str,
+    idempotent: bool,
+    result_schema: Any,
+) -> _Step:
     if not isinstance(name, str) or not name:
         raise ValueError(f"an effect's name must be a non-empty string, not {name!r}")
     if name in ctx.effect_names:
@@ -160,15 +224,22 @@ def _begin(ctx: Context, records: dict[str, EffectRecord], name: str, idempotent
     question_id = effect_question_id(ctx.idempotency_key, name, record.attempts)
     if question_id not in ctx.own_answers:
         ctx._execution.keep_effect(copied(record, status=EffectStatus.IN_DOUBT))
-        raise QuestionRaised(_in_doubt_question(ctx, record, question_id))
+        raise QuestionRaised(_in_doubt_question(ctx, record, question_id, result_schema))
     answer = ctx.own_answers[question_id]
     if answer["happened"]:
-        return _Step(None, _finished(ctx, record, answer.get("result")))
+        # Without a result_schema an answer may leave the result out: None.
+        done = _finished(ctx, record, answer.get("result"))
+        return _Step(None, done.result, finish=done)
     return _Step(again, commit=True)
 
 
-def _in_doubt_question(ctx: Context, record: EffectRecord, question_id: str) -> RequestInput:
+def _in_doubt_question(
+    ctx: Context, record: EffectRecord, question_id: str, result_schema: Any
+) -> RequestInput:
+    """Asked with the rules of the question that let the effect happen: its node's gate
+    (assignees, quorum, four-eyes, signature), whichever way the gate passed."""
     gate = getattr(ctx.node, "gate", None)
+    quorum = gate.quorum if gate else 1
     return RequestInput(
         interrupt_id=question_id,
         message=(
@@ -181,8 +252,11 @@ def _in_doubt_question(ctx: Context, record: EffectRecord, question_id: str) -> 
             "idempotency_key": record.key,
             "attempts": record.attempts,
         },
-        response_schema=IN_DOUBT_SCHEMA,
+        response_schema=in_doubt_schema(result_schema, quorum),
         assignees=list(gate.assignees) if gate else [],
+        quorum=quorum,
+        four_eyes=gate.four_eyes if gate else False,
+        require_signature=bool(gate.options.get("require_signature")) if gate else False,
     )
 
 
@@ -203,16 +277,15 @@ def _accepts_key(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _finished(ctx: Context, record: EffectRecord, result: Any) -> Any:
+def _finished(ctx: Context, record: EffectRecord, result: Any) -> EffectRecord:
+    """The effect's finished record (the caller commits it)."""
     execution = ctx._execution
     result = to_json_value(
         result, f"the result of effect {record.name!r}", execution.max_value_bytes
     )
-    done = copied(
+    return copied(
         record, status=EffectStatus.FINISHED, result=result, finished_at=datetime.now(UTC)
     )
-    execution.keep_effect(done)
-    return result
 
 
 def _failed(ctx: Context, record: EffectRecord, exc: Exception) -> None:

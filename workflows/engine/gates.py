@@ -12,7 +12,6 @@ def refund(node_input, ctx): ...
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -23,10 +22,18 @@ import jsonschema
 from .errors import GraphError
 from .escalation import DEFAULT_PRIORITY, Escalation, check_ladder
 from .events import FAIL_ON_TIMEOUT, DefaultResponse, RequestInput
+from .grants import (
+    METASCHEMA,
+    STORABLE_TTL_SECONDS,
+    STORABLE_USES,
+    covering_grant,
+    remembered_grant,
+    scope_id,
+)
 from .nodes import BaseNode, JoinNode, ParallelWorker, as_node
 from .questions import gate_question_id
-from .schema import check_schema, to_json_schema, validate_response
-from .state import GrantRecord, GrantUse
+from .schema import check_schema, schema_problems, to_json_schema, validate_response
+from .state import GrantUse, copied
 from .status import GrantScope
 
 if TYPE_CHECKING:
@@ -34,10 +41,7 @@ if TYPE_CHECKING:
 
 APPROVE, REJECT, EDIT = "approve", "reject", "edit"
 REJECTED_ROUTE = "rejected"
-# The JSON Schema of JSON Schemas: a grant's pins must be one (jsonschema knows it offline).
-METASCHEMA = "https://json-schema.org/draft/2020-12/schema"
 TIMED_OUT = {"decision": REJECT, "reason": "no decision before the deadline"}
-_GRANT_NAMESPACE = uuid.UUID("0d6f4a52-7be1-4c39-8f0e-2a9c51d3e874")
 
 
 def _when_decision(decision: str, then: dict[str, Any]) -> dict[str, Any]:
@@ -82,13 +86,20 @@ class Gate:
         if self.allow_edit:
             properties["args"] = self.args_schema or {}
             rules.append(_when_decision(EDIT, {"required": ["args"]}))
+            # Args come with an edit only: an approval runs the proposal as asked.
+            rules.append(
+                {
+                    "if": {"properties": {"decision": {"not": {"const": EDIT}}}},
+                    "then": {"not": {"required": ["args"]}},
+                }
+            )
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if self.remember:
             properties.update(
                 remember={"type": "string", "enum": [str(s) for s in self.remember]},
                 pins={"type": "object", "$ref": METASCHEMA},
-                ttl_seconds={"type": "integer", "minimum": 1},
-                uses_left={"type": "integer", "minimum": 1},
+                ttl_seconds={"type": "integer", "minimum": 1, "maximum": STORABLE_TTL_SECONDS},
+                uses_left={"type": "integer", "minimum": 1, "maximum": STORABLE_USES},
             )
             schema["dependentRequired"] = {
                 "pins": ["remember"],
@@ -123,6 +134,15 @@ class Gate:
             escalation=list(self.escalation),
             **self.options,
         )
+
+    def args_problem(self, args: Any) -> str | None:
+        """Why `args_schema` refuses `args` ("field: message"), formats checked; None
+        when it accepts them (or the gate has none)."""
+        problems = schema_problems(self.args_schema, args)
+        if not problems:
+            return None
+        field, message = problems[0]
+        return f"{field}: {message}"
 
     def message_for(self, node_name: str, args: Any) -> str:
         """`message.format(**args)` (args that are not an object fill no field)."""
@@ -251,31 +271,100 @@ class GatedNode(BaseNode):
         return self._emit(ctx, node_input)
 
     async def _emit(self, ctx: Context, node_input: Any) -> AsyncIterator[Any]:
-        question_id = gate_question_id(ctx.idempotency_key)
-        answer = ctx.own_answers.get(question_id)
-        args = node_input
-        if answer is None:
-            if not await self._passes_on_grant(ctx, node_input):
-                yield self.gate.question(question_id, self.name, node_input)
+        """Decide once per node run: a re-execution (crash, retry, resume) reuses the
+        outcome stored with the run; it never asks again nor consults a grant again."""
+        outcome = ctx.gate_outcome
+        if outcome is None:
+            outcome = await self._decide(ctx, node_input)
+            if outcome is None:
+                yield self.gate.question(
+                    gate_question_id(ctx.idempotency_key), self.name, node_input
+                )
                 return
-        elif answer.get("decision") == REJECT:  # remembers nothing, whatever it says
+        args = outcome["args"] if outcome["decision"] == EDIT else node_input
+        ctx.gate = {
+            "decision": outcome["decision"],
+            "args": args,
+            "original_args": node_input,
+            "edited": outcome["decision"] == EDIT,
+            "reason": outcome.get("reason", ""),
+            "by": outcome.get("by"),
+            "grant": outcome.get("grant"),
+        }
+        if outcome["decision"] == REJECT:
             ctx.route = REJECTED_ROUTE
-            yield {"rejected": True, "reason": answer.get("reason", "")}
+            yield {"rejected": True, "reason": outcome.get("reason", "")}
             return
-        else:
-            if answer.get("decision") == EDIT:
-                args = answer["args"]
-            if answer.get("remember") and question_id in ctx._execution.answers:
-                self._remember(ctx, question_id, answer)
+        problem = self.gate.args_problem(args)
+        if problem is not None:  # an answer stored by a door that skipped the schema
+            raise ValueError(f"gate {self.name!r}: the args do not satisfy args_schema: {problem}")
         async for item in self.inner.emit(ctx, args):
             yield item
 
-    async def _passes_on_grant(self, ctx: Context, args: Any) -> bool:
-        """Whether a live grant covers `args`; its use is committed (with the run's
-        checkpoint) before the body runs. One read; none for a gate without scopes."""
+    async def _decide(self, ctx: Context, node_input: Any) -> dict[str, Any] | None:
+        """The gate's outcome, stored with the node run before the body runs; None: ask."""
+        question_id = gate_question_id(ctx.idempotency_key)
+        answer = ctx.own_answers.get(question_id)
+        if answer is not None:
+            outcome = self._answered(ctx, question_id, answer)
+            if outcome["decision"] == REJECT:  # no body runs: kept with the run's outcome
+                ctx.gate_outcome = outcome
+            else:
+                await self._keep(ctx, outcome)
+            return outcome
+        problem = self.gate.args_problem(node_input)
+        if problem is not None:
+            # Nobody may approve what the gate's schema refuses: rejected, so the proposer
+            # can revise it (route "rejected").
+            outcome = {
+                "decision": REJECT,
+                "reason": f"the args do not satisfy args_schema: {problem}",
+            }
+            ctx.gate_outcome = outcome  # kept with the run's outcome: no body runs
+            return outcome
+        return await self._passed_on_grant(ctx, node_input)
+
+    def _answered(self, ctx: Context, question_id: str, answer: Any) -> dict[str, Any]:
+        execution = ctx._execution
+        asked = execution.interrupts.get(question_id)
+        answer = answer if isinstance(answer, dict) else {}
+        decision = answer.get("decision")
+        outcome: dict[str, Any] = {
+            "decision": decision if decision in (APPROVE, EDIT) else REJECT,
+            "reason": answer.get("reason", ""),
+            "by": asked.resolved_by if asked else None,
+        }
+        if decision == EDIT:
+            outcome["args"] = answer.get("args")
+        fresh = question_id in execution.answers  # a grant is made once, from a new answer
+        if outcome["decision"] != REJECT and answer.get("remember") and fresh:
+            grant = remembered_grant(ctx, self.name, question_id, answer)
+            if grant is not None and all(g.id != grant.id for g in execution.batch.new_grants):
+                execution.batch.new_grants.append(grant)
+        return outcome
+
+    async def _keep(
+        self, ctx: Context, outcome: dict[str, Any], use: GrantUse | None = None
+    ) -> None:
+        """Store the outcome with the node run (and the grant use it rests on), committed
+        before the body runs: one write."""
+        execution = ctx._execution
+        ctx.gate_outcome = outcome
+        state = execution.node_runs.get(ctx.path)
+        if state is not None:
+            execution.save(ctx.path, copied(state, gate=outcome))
+        if use is not None:
+            execution.batch.grant_uses.append(use)
+        ctx.checkpoint_due = False
+        await execution.flush()
+
+    async def _passed_on_grant(self, ctx: Context, args: Any) -> dict[str, Any] | None:
+        """The outcome of passing on a live grant that covers `args`, committed with the
+        grant's use (one use per gated dispatch); None when none does (or the store
+        found it no longer live then). One read; none for a gate without scopes."""
         execution = ctx._execution
         if not self.gate.remember or execution.store is None:
-            return False
+            return None
         now = datetime.now(UTC)
         scopes = {scope: scope_id(ctx, scope) for scope in self.gate.remember}
         grants = await execution.store.find_grants(
@@ -283,61 +372,14 @@ class GatedNode(BaseNode):
         )
         grant = covering_grant(grants, args)
         if grant is None:
-            return False
+            return None
+        outcome = {"decision": APPROVE, "reason": "", "by": grant.granted_by, "grant": grant.id}
         use = GrantUse(grant.id, ctx.invocation_id, ctx.path, now)
-        execution.batch.grant_uses.append(use)
-        ctx.checkpoint_due = False
-        await execution.flush()
-        return not any(refused is use for refused in execution.refused_grant_uses)
-
-    def _remember(self, ctx: Context, question_id: str, answer: dict[str, Any]) -> None:
-        execution = ctx._execution
-        now = datetime.now(UTC)
-        scope = GrantScope(answer["remember"])
-        ttl = answer.get("ttl_seconds")
-        asked = execution.interrupts.get(question_id)
-        grant = GrantRecord(
-            id=str(uuid.uuid5(_GRANT_NAMESPACE, question_id)),  # once per answer
-            workflow_name=execution.invocation.workflow_name,
-            node_name=self.name,
-            scope=scope,
-            scope_id=scope_id(ctx, scope),
-            pins=answer.get("pins"),
-            expires_at=now + timedelta(seconds=ttl) if ttl else None,
-            uses_left=answer.get("uses_left"),
-            granted_by=asked.resolved_by if asked else None,
-            created_at=now,
-            interrupt_id=question_id,
-        )
-        if all(g.id != grant.id for g in execution.batch.new_grants):
-            execution.batch.new_grants.append(grant)
-
-
-def scope_id(ctx: Context, scope: GrantScope) -> str:
-    """What a grant of `scope` made in this run is bound to (a run without a session is
-    its own session)."""
-    invocation = ctx._execution.invocation
-    if scope == GrantScope.INVOCATION:
-        return invocation.id
-    if scope == GrantScope.SESSION:
-        return str(invocation.session_id or invocation.id)
-    return ""
-
-
-def covering_grant(grants: Iterable[GrantRecord], args: Any) -> GrantRecord | None:
-    """The grant (narrowest scope first, then oldest) whose pins `args` satisfy."""
-    order = {scope: index for index, scope in enumerate(GrantScope)}
-    for grant in sorted(grants, key=lambda g: order[GrantScope(g.scope)]):
-        if pins_allow(grant.pins, args):
-            return grant
-    return None
-
-
-def pins_allow(pins: dict[str, Any] | None, args: Any) -> bool:
-    if not pins:
-        return True
-    valid: bool = jsonschema.validators.validator_for(pins)(pins).is_valid(args)
-    return valid
+        await self._keep(ctx, outcome, use)
+        if any(refused is use for refused in execution.refused_grant_uses):
+            ctx.gate_outcome = None  # taken back with the use (Execution._undecide)
+            return None
+        return outcome
 
 
 def gates_of(node: BaseNode) -> dict[str, Gate]:

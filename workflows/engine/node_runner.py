@@ -94,6 +94,7 @@ class NodeRunner:
         ctx.own_answers = own_answers(ctx.idempotency_key, resume_inputs)
         ctx.resume_inputs = {i: v for i, v in resume_inputs.items() if i not in ctx.own_answers}
         ctx.may_have_effects = prior is not None and prior.status != NodeStatus.PENDING
+        ctx.gate_outcome = prior.gate if prior else None  # decided once per run
         # An answer to one of them, new to this run, always lets the node go on.
         goes_on = bool(ctx.own_answers.keys() - (prior.resume_inputs if prior else {}).keys())
         execution.consume(path, resume_inputs)
@@ -121,6 +122,7 @@ class NodeRunner:
                     route=ctx.route,
                     resume_inputs=resume_inputs,
                     error=detail or error,
+                    gate=ctx.gate_outcome,
                 ),
             )
 
@@ -432,4 +434,5 @@ def context_from_state(parent: Context, node: BaseNode, path: str, state: NodeRu
     ctx.interrupt_ids = set(state.interrupt_ids)
     ctx.resume_inputs = dict(state.resume_inputs)
     ctx.error = state.error
+    ctx.gate_outcome = state.gate
     return ctx

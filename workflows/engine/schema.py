@@ -75,14 +75,20 @@ def _field(error: jsonschema.ValidationError) -> str:
     return ".".join(str(p) for p in path) or "response"
 
 
+def schema_problems(schema: dict[str, Any] | None, value: Any) -> list[tuple[str, str]]:
+    """(JSON path, message) of every way `value` fails `schema`, the most relevant first,
+    with the formats the schema names checked (`format: email` and the like)."""
+    if not schema:
+        return []
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(value), key=jsonschema.exceptions.relevance)
+    return [(_field(e), e.message) for e in reversed(errors)]
+
+
 def validate_response(interrupt_id: str, schema: dict[str, Any] | None, value: Any) -> None:
     """Raise ResponseValidationError listing every problem, each with its JSON path (the
     most relevant first: its field and message are the error's `field` and `message`)."""
-    if not schema:
-        return
-    validator_cls = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_cls(schema).iter_errors(value), key=jsonschema.exceptions.relevance)
-    if not errors:
-        return
-    problems = [(_field(e), e.message) for e in reversed(errors)]
-    raise ResponseValidationError(interrupt_id, *problems[0], problems=problems)
+    problems = schema_problems(schema, value)
+    if problems:
+        raise ResponseValidationError(interrupt_id, *problems[0], problems=problems)

@@ -61,6 +61,9 @@ class NodeRunState:
     route: str | None = None
     resume_inputs: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # What its approval gate decided (gates.GateOutcome as a dict), kept so that every
+    # re-execution of the run reuses it: None until the gate decided (or for no gate).
+    gate: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -37,7 +37,8 @@ INTERRUPTS = Interrupt._meta.db_table
 # Inserted columns, in the order node_run_values and event_values give the values.
 NODE_RUN_COLUMNS = [
     *("invocation_id", "path", "parent_path", "name", "run_id", "status", "input", "output"),
-    *("route", "interrupt_ids", "resume_inputs", "attempt", "error", "created_at", "updated_at"),
+    *("route", "interrupt_ids", "resume_inputs", "attempt", "error", "gate", "created_at"),
+    "updated_at",
 ]
 EVENT_COLUMNS = [
     *("invocation_id", "author", "path", "run_id", "status", "output", "route"),
@@ -61,7 +62,7 @@ LEFT_TO_DEFAULTS = {
 INVOCATION_READ = ["id", "workflow_name", "status", "input", "output", "error", "session_id"]
 NODE_RUN_READ = [
     *("path", "parent_path", "name", "run_id", "status", "input", "output", "route"),
-    *("interrupt_ids", "resume_inputs", "attempt", "error"),
+    *("interrupt_ids", "resume_inputs", "attempt", "error", "gate"),
 ]
 INTERRUPT_READ = [
     *("id", "invocation_id", "workflow_name", "path", "run_id", "message", "payload"),
@@ -74,7 +75,7 @@ EVENT_READ = EVENT_COLUMNS
 # The JSON columns of each table: written as JSON text, read back as text and decoded.
 JSON_COLUMNS = {
     INVOCATIONS: {"input", "output"},
-    NODE_RUNS: {"input", "output", "interrupt_ids", "resume_inputs"},
+    NODE_RUNS: {"input", "output", "interrupt_ids", "resume_inputs", "gate"},
     EVENTS: {"output", "function_calls", "function_responses", "long_running_tool_ids"},
     INTERRUPTS: {
         *("payload", "response_schema", "on_timeout", "response", "assignees", "key_order"),
@@ -133,7 +134,8 @@ def invocation_record(row: tuple) -> InvocationRecord:
 
 
 def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, NodeRunState]:
-    path, parent, name, run_id, status, input_, output, route, ids, resume, attempt, error = row
+    path, parent, name, run_id, status, input_, output, route, ids, resume, *rest = row
+    attempt, error, gate = rest
     left_out = not completed_loaded and status == NodeStatus.COMPLETED
     return path, NodeRunState(
         status=NodeStatus(status),
@@ -149,6 +151,7 @@ def node_run_state(row: tuple, completed_loaded: bool = True) -> tuple[str, Node
         route=route or None,
         resume_inputs={} if resume == "{}" else dict(loads(resume)),
         error=error or None,
+        gate=None if gate is None or gate == "null" else loads(gate),  # most runs: no gate
     )
 
 
@@ -251,6 +254,7 @@ def node_run_values(
             dumps(state.resume_inputs),
             state.attempt,
             state.error or "",
+            None if state.gate is None else dumps(state.gate),
             stamp,
             stamp,
         ]
