@@ -1,0 +1,117 @@
+"""The MCP server over real HTTP for the tests: uvicorn serving hitl_site's ASGI app on a
+free 127.0.0.1 port in a thread, API tokens, the `mcp` SDK's own client, and a workflow
+that asks two questions in a row."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+import pytest
+import uvicorn
+from django.contrib.auth.models import Permission
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from rest_framework.authtoken.models import Token
+
+from tests.factories import ApproverFactory
+from workflows.engine import RequestInput, Workflow, node
+from workflows.registry import registry
+
+WORKFLOW = "hitl_test_mcp_expense"
+APPROVAL = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "title": "Approve the expense?"},
+        "comment": {"type": "string"},
+    },
+    "required": ["approved"],
+    "additionalProperties": False,
+}
+PAYOUT = {
+    "type": "object",
+    "properties": {
+        "method": {"type": "string", "enum": ["bank", "card"]},
+        "amount": {"type": "integer", "minimum": 1},
+    },
+    "required": ["method", "amount"],
+}
+
+
+@node(name="approval")
+def approval(node_input: dict) -> RequestInput:
+    return RequestInput(
+        message=f"Approve {node_input['amount']} EUR for {node_input['what']}?",
+        response_schema=APPROVAL,
+        four_eyes=bool(node_input.get("four_eyes")),
+    )
+
+
+@node(name="payout")
+def payout(node_input: dict) -> Any:
+    if not node_input.get("approved"):
+        return {"rejected": node_input}
+    return RequestInput(message="How is it paid out?", response_schema=PAYOUT)
+
+
+@node
+def paid(node_input: Any) -> Any:
+    return {"paid": node_input}
+
+
+if WORKFLOW not in {d.name for d in registry.definitions()}:
+    registry.register(Workflow(name=WORKFLOW, edges=[("START", approval, payout, paid)]))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def mcp_url(transactional_db: Any) -> Iterator[str]:
+    """The MCP endpoint of hitl_site's ASGI app, served by uvicorn for this test."""
+    from hitl_site.asgi import application
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        threading.Event().wait(0.01)
+    yield f"http://127.0.0.1:{port}/mcp/"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def token_for(user: Any) -> str:
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+def starter(username: str = "sam") -> Any:
+    """A user who may start workflows and answer questions."""
+    user = ApproverFactory(username=username)
+    user.user_permissions.add(Permission.objects.get(codename="add_invocation"))
+    return type(user).objects.get(pk=user.pk)  # permissions are cached per object
+
+
+@asynccontextmanager
+async def connect(url: str, token: str, mode: str = "2026-07-28", **options: Any) -> Any:
+    """The `mcp` SDK's client, signed in with an API token."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    async with http, Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client:
+        yield client
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
