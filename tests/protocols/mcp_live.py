@@ -17,6 +17,7 @@ import uvicorn
 from django.contrib.auth.models import Permission
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from rest_framework.authtoken.models import Token
 
 from tests.factories import ApproverFactory
@@ -115,3 +116,32 @@ async def connect(url: str, token: str, mode: str = "2026-07-28", **options: Any
 
 def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
+
+
+def form_round(result: Any) -> tuple[str, str]:
+    """The one question an `input_required` result asks, and its requestState."""
+    (question_id,) = result.input_requests
+    return question_id, result.request_state
+
+
+def accept(content: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": content}
+
+
+def refused(call: Any) -> dict[str, Any]:
+    """The JSON-RPC error a call ends with: its code and data (error, detail)."""
+    try:
+        run(call)
+    except BaseException as exc:  # the client's task group wraps it in a group
+        error = mcp_error(exc)
+        return {"code": error.error.code, **(error.error.data or {})}
+    raise AssertionError("the call was not refused")
+
+
+def mcp_error(exc: BaseException) -> MCPError:
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            return mcp_error(inner)
+    raise exc

@@ -37,36 +37,44 @@ def build_server() -> Server[Any]:
 
 class McpApplication:
     """The ASGI app. Its session manager runs in a task of its own, started by the first
-    request, so it needs no lifespan support from the server (or the router) it runs in."""
+    request on an event loop, so it needs no lifespan support from the server (or the
+    router) it runs in; a new event loop (a restarted server) gets a new one."""
 
     def __init__(self) -> None:
         self.server = build_server()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: asyncio.Future[None] | None = None
+        self._app: Any = None
+
+    def _stack(self) -> tuple[StreamableHTTPSessionManager, Any]:
         # Stateless: every request stands alone (2026-07-28 needs no session; a 2025-11-25
         # client gets no session id and needs none); plain JSON answers, no SSE.
-        self.manager = StreamableHTTPSessionManager(app=self.server, json_response=True, stateless=True)
-        transport = RequireAuthMiddleware(StreamableHTTPASGIApp(self.manager), required_scopes=[])
-        self.app = AuthenticationMiddleware(
+        manager = StreamableHTTPSessionManager(app=self.server, json_response=True, stateless=True)
+        transport = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+        app = AuthenticationMiddleware(
             AuthContextMiddleware(transport), backend=BearerAuthBackend(ApiTokenVerifier())
         )
-        self._running: asyncio.Future[None] | None = None
-        self._manager_task: asyncio.Task[None] | None = None
+        return manager, app
 
-    async def _run_manager(self, running: asyncio.Future[None]) -> None:
-        async with self.manager.run():
+    async def _run(self, manager: StreamableHTTPSessionManager, running: asyncio.Future[None]) -> None:
+        async with manager.run():
             running.set_result(None)
-            await asyncio.Event().wait()  # until the event loop ends
+            await asyncio.Event().wait()  # as long as the event loop runs
 
-    async def _started(self) -> None:
-        if self._running is None:
-            self._running = asyncio.get_running_loop().create_future()
-            self._manager_task = asyncio.create_task(self._run_manager(self._running))
+    async def _started(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._running is None:
+            manager, self._app = self._stack()
+            self._loop, self._running = loop, loop.create_future()
+            self._task = loop.create_task(self._run(manager, self._running))
         await asyncio.shield(self._running)
+        return self._app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # no websockets; lifespan is not needed (see the class)
-        await self._started()
-        await self.app(scope, receive, send)
+        app = await self._started()
+        await app(scope, receive, send)
 
 
 def mcp_application() -> McpApplication:
