@@ -9,7 +9,9 @@ class McpRequestState(models.Model):
     a second use meets the primary key, on every process and worker alike."""
 
     nonce = models.CharField(primary_key=True, max_length=64)
-    expires_at = models.DateTimeField(db_index=True, help_text="after this the state is refused anyway")
+    expires_at = models.DateTimeField(
+        db_index=True, help_text="after this the state is refused anyway"
+    )
 
     class Meta:
         verbose_name = "MCP request state"

@@ -75,14 +75,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def mcp_url(transactional_db: Any) -> Iterator[str]:
+@pytest.fixture(name="mcp_url")
+def live_mcp_url(transactional_db: Any) -> Iterator[str]:
     """The MCP endpoint of hitl_site's ASGI app, served by uvicorn for this test."""
     from hitl_site.asgi import application
 
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+        uvicorn.Config(
+            application, host="127.0.0.1", port=port, lifespan="off", log_level="warning"
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -110,7 +112,10 @@ def starter(username: str = "sam") -> Any:
 async def connect(url: str, token: str, mode: str = "2026-07-28", **options: Any) -> Any:
     """The `mcp` SDK's client, signed in with an API token."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    async with http, Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client:
+    async with (
+        http,
+        Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client,
+    ):
         yield client
 
 

@@ -17,7 +17,7 @@ from tests.protocols.mcp_live import (  # noqa: F401
     accept,
     connect,
     form_round,
-    mcp_url,
+    live_mcp_url,
     refused,
     run,
     starter,
@@ -54,7 +54,11 @@ def test_decline_rejects_with_its_reason(mcp_url):
     result = run(scenario())
 
     decision = Decision.objects.get()
-    assert (decision.actor, decision.response, decision.comment) == (user, {"approved": False}, "too dear")
+    assert (decision.actor, decision.response, decision.comment) == (
+        user,
+        {"approved": False},
+        "too dear",
+    )
     assert result.structured_content["status"] == "COMPLETED"
     assert Invocation.objects.get().output == {"paid": {"rejected": {"approved": False}}}
 
@@ -98,7 +102,9 @@ def test_one_accept_on_a_quorum_question_says_it_needs_other_votes(mcp_url):
 
     async def scenario() -> Any:
         async with connect(mcp_url, token, elicitation_callback=answering(yes)) as client:
-            return await client.call_tool("get_invocation", {"invocation_id": str(interrupt.invocation_id)})
+            return await client.call_tool(
+                "get_invocation", {"invocation_id": str(interrupt.invocation_id)}
+            )
 
     result = run(scenario())
 
@@ -117,7 +123,9 @@ def test_a_signed_question_is_answered_on_its_page(mcp_url):
 
     async def shown() -> Any:
         async with connect(mcp_url, token) as client:
-            return await client.call_tool("get_invocation", {"invocation_id": str(interrupt.invocation_id)})
+            return await client.call_tool(
+                "get_invocation", {"invocation_id": str(interrupt.invocation_id)}
+            )
 
     async def answered() -> Any:
         async with connect(mcp_url, token) as client:
@@ -169,7 +177,11 @@ def test_answer_question_and_list_questions(mcp_url):
     async def scenario() -> tuple[Any, Any]:
         async with connect(mcp_url, token) as client:
             listed = await client.call_tool("list_questions", {})
-            arguments = {"question_id": interrupt.pk, "response": {"approved": True}, "comment": "go"}
+            arguments = {
+                "question_id": interrupt.pk,
+                "response": {"approved": True},
+                "comment": "go",
+            }
             return listed, await client.call_tool("answer_question", arguments)
 
     listed, answered = run(scenario())

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 from mcp_types import ElicitResult
 
-from tests.protocols.mcp_live import WORKFLOW, connect, mcp_url, run, starter, token_for  # noqa: F401
+from tests.protocols.mcp_live import (  # noqa: F401
+    WORKFLOW,
+    connect,
+    live_mcp_url,
+    run,
+    starter,
+    token_for,
+)
 from workflows.models import Decision, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +35,12 @@ def test_a_workflow_runs_to_its_end_through_two_elicitation_rounds(mcp_url):
     async def scenario() -> Any:
         async with connect(mcp_url, token, elicitation_callback=answer) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
-            assert {f"start_{WORKFLOW}", "list_questions", "answer_question", "get_invocation"} <= names
+            assert {
+                f"start_{WORKFLOW}",
+                "list_questions",
+                "answer_question",
+                "get_invocation",
+            } <= names
             return await client.call_tool(f"start_{WORKFLOW}", {"amount": 120, "what": "train"})
 
     result = run(scenario())
@@ -38,5 +50,8 @@ def test_a_workflow_runs_to_its_end_through_two_elicitation_rounds(mcp_url):
     assert invocation.status == "COMPLETED"
     assert invocation.output == {"paid": {"method": "bank", "amount": 120}}
     assert result.structured_content["output"] == invocation.output
-    assert [sorted(s["properties"]) for s in asked] == [["approved", "comment"], ["amount", "method"]]
+    assert [sorted(s["properties"]) for s in asked] == [
+        ["approved", "comment"],
+        ["amount", "method"],
+    ]
     assert Decision.objects.filter(actor=user).count() == 2

@@ -16,7 +16,7 @@ from tests.protocols.mcp_live import (  # noqa: F401
     accept,
     connect,
     form_round,
-    mcp_url,
+    live_mcp_url,
     refused,
     run,
     starter,
@@ -51,7 +51,10 @@ def test_a_tampered_request_state_is_refused(mcp_url):
             question, state = form_round(await first_round(client))
             forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
             await client.session.call_tool(
-                START, EXPENSE, input_responses={question: accept(YES)}, request_state=forged,
+                START,
+                EXPENSE,
+                input_responses={question: accept(YES)},
+                request_state=forged,
                 allow_input_required=True,
             )
 
@@ -67,8 +70,11 @@ def test_a_request_state_for_other_arguments_is_refused(mcp_url):
         async with connect(mcp_url, token) as client:
             question, state = form_round(await first_round(client))
             await client.session.call_tool(
-                START, {**EXPENSE, "amount": 1}, input_responses={question: accept(YES)},
-                request_state=state, allow_input_required=True,
+                START,
+                {**EXPENSE, "amount": 1},
+                input_responses={question: accept(YES)},
+                request_state=state,
+                allow_input_required=True,
             )
 
     assert refused(scenario())["reason"] == "invalid_request_state"
@@ -84,7 +90,10 @@ def test_an_expired_request_state_is_refused(mcp_url, monkeypatch):
             question, state = form_round(await first_round(client))
             monkeypatch.setattr("mcp.server.request_state.time.time", lambda: later)
             await client.session.call_tool(
-                START, EXPENSE, input_responses={question: accept(YES)}, request_state=state,
+                START,
+                EXPENSE,
+                input_responses={question: accept(YES)},
+                request_state=state,
                 allow_input_required=True,
             )
 
@@ -100,7 +109,10 @@ def test_another_users_request_state_is_refused(mcp_url):
             question, state = form_round(await first_round(client))
         async with connect(mcp_url, other) as client:
             await client.session.call_tool(
-                START, EXPENSE, input_responses={question: accept(YES)}, request_state=state,
+                START,
+                EXPENSE,
+                input_responses={question: accept(YES)},
+                request_state=state,
                 allow_input_required=True,
             )
 
@@ -115,12 +127,18 @@ def test_a_request_state_answers_once(mcp_url):
         async with connect(mcp_url, token) as client:
             question, state = form_round(await first_round(client))
             left_open = await client.session.call_tool(
-                START, EXPENSE, input_responses={question: {"action": "cancel"}},
-                request_state=state, allow_input_required=True,
+                START,
+                EXPENSE,
+                input_responses={question: {"action": "cancel"}},
+                request_state=state,
+                allow_input_required=True,
             )
             assert "Left open" in left_open.content[0].text
             await client.session.call_tool(  # the same state again, now accepting
-                START, EXPENSE, input_responses={question: accept(YES)}, request_state=state,
+                START,
+                EXPENSE,
+                input_responses={question: accept(YES)},
+                request_state=state,
                 allow_input_required=True,
             )
 
@@ -136,9 +154,12 @@ def test_responses_to_questions_the_round_did_not_ask_are_refused(mcp_url):
 
     async def scenario() -> None:
         async with connect(mcp_url, token) as client:
-            question, state = form_round(await first_round(client))
+            _question, state = form_round(await first_round(client))
             await client.session.call_tool(
-                START, EXPENSE, input_responses={elsewhere.pk: accept(YES)}, request_state=state,
+                START,
+                EXPENSE,
+                input_responses={elsewhere.pk: accept(YES)},
+                request_state=state,
                 allow_input_required=True,
             )
 

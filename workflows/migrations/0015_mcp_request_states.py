@@ -4,20 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workflows', '0012_inbox_claimed_order'),
+        ("workflows", "0012_inbox_claimed_order"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='McpRequestState',
+            name="McpRequestState",
             fields=[
-                ('nonce', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('expires_at', models.DateTimeField(db_index=True, help_text='after this the state is refused anyway')),
+                ("nonce", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                (
+                    "expires_at",
+                    models.DateTimeField(
+                        db_index=True, help_text="after this the state is refused anyway"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'MCP request state',
+                "verbose_name": "MCP request state",
             },
         ),
     ]

@@ -27,13 +27,17 @@ def _elicit_result(key: str, value: Any) -> ElicitResult:
             value.model_dump(by_alias=True) if hasattr(value, "model_dump") else value
         )
     except ValidationError:
-        raise refusal("invalid_response", f"inputResponses[{key}] is not an elicitation result") from None
+        raise refusal(
+            "invalid_response", f"inputResponses[{key}] is not an elicitation result"
+        ) from None
 
 
 def _decline(interrupt_id: str, result: ElicitResult, user: Any) -> None:
     """A rejection where the question is a yes/no one (its schema has `approved`); a
     question without one has no answer that means no, so declining it is refused."""
-    schema = Interrupt.objects.filter(pk=interrupt_id).values_list("response_schema", flat=True).first()
+    schema = (
+        Interrupt.objects.filter(pk=interrupt_id).values_list("response_schema", flat=True).first()
+    )
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or "approved" not in properties:
         raise refusal(
@@ -60,7 +64,9 @@ def apply(responses: Mapping[str, Any], user: Any) -> list[str]:
     return left_open
 
 
-def answer_round(plaintext_state: str, responses: Mapping[str, Any], user: Any) -> tuple[str, list[str]]:
+def answer_round(
+    plaintext_state: str, responses: Mapping[str, Any], user: Any
+) -> tuple[str, list[str]]:
     """A retried call's inputResponses against its verified requestState, in one
     transaction: the state is taken and every answer recorded, or nothing is. Returns the
     invocation id and the questions left open."""

@@ -4,7 +4,7 @@ its bearer middleware over the API's tokens, an ASGI app mounted beside Django."
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
@@ -28,7 +28,8 @@ def build_server() -> Server[Any]:
             "you may answer (elicitation forms), or follow a question's decision page."
         ),
         on_list_tools=tools.list_tools,
-        on_call_tool=tools.call_tool,
+        # A task (the Tasks extension) is a result the Server's signature does not name.
+        on_call_tool=cast(Any, tools.call_tool),
     )
     server.middleware.append(state.boundary())
     tasks.install(server)
@@ -56,7 +57,9 @@ class McpApplication:
         )
         return manager, app
 
-    async def _run(self, manager: StreamableHTTPSessionManager, running: asyncio.Future[None]) -> None:
+    async def _run(
+        self, manager: StreamableHTTPSessionManager, running: asyncio.Future[None]
+    ) -> None:
         async with manager.run():
             running.set_result(None)
             await asyncio.Event().wait()  # as long as the event loop runs

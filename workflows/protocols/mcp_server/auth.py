@@ -40,7 +40,9 @@ class ApiTokenVerifier:
             return None
         # client_id and subject name the user: the request-state binding and the
         # transport's session ownership both compare them.
-        verified = UserToken(token=token, client_id=f"user:{user.pk}", scopes=[], subject=str(user.pk))
+        verified = UserToken(
+            token=token, client_id=f"user:{user.pk}", scopes=[], subject=str(user.pk)
+        )
         verified._user = user
         return verified
 

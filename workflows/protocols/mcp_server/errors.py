@@ -32,7 +32,9 @@ JSONRPC_CODE_BY_ERROR = {
 
 
 def refusal(code: str, detail: str, jsonrpc_code: int = INVALID_PARAMS, **extra: Any) -> MCPError:
-    return MCPError(code=jsonrpc_code, message=detail, data={"error": code, "detail": detail, **extra})
+    return MCPError(
+        code=jsonrpc_code, message=detail, data={"error": code, "detail": detail, **extra}
+    )
 
 
 def as_refusal(exc: Exception) -> MCPError | None:

@@ -62,7 +62,11 @@ def read_outcome(invocation_id: Any, user: Any) -> Outcome:
     """The invocation as `user` sees it: all of it when they may see it (having started
     it, or `workflows.view_invocation`), else only the questions they may answer."""
     close_old_connections()
-    invocation = Invocation.objects.filter(pk=str(invocation_id)).first() if _is_uuid(invocation_id) else None
+    invocation = (
+        Invocation.objects.filter(pk=str(invocation_id)).first()
+        if _is_uuid(invocation_id)
+        else None
+    )
     if invocation is None:
         raise unknown_invocation(invocation_id)
     visible = visible_invocations(user, Invocation.objects.filter(pk=invocation.pk)).exists()

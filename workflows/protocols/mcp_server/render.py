@@ -35,7 +35,7 @@ def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
     """The client declared the Tasks extension in this request's capabilities."""
     if not is_modern(ctx) or not ctx.meta:
         return False
-    capabilities = ctx.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+    capabilities: Any = ctx.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
     return TASKS_EXTENSION in (capabilities.get("extensions") or {})
 
 
@@ -103,7 +103,9 @@ def task(outcome: Outcome, *, full: bool) -> dict[str, Any]:
     """The invocation as a task (its id is the task id, stable for the task's life);
     `full` adds what tasks/get carries: the forms, the result or the error."""
     requests = input_requests(outcome)
-    status = TASK_STATUS.get(NodeStatus(outcome.status), "input_required" if requests else "working")
+    status = TASK_STATUS.get(
+        NodeStatus(outcome.status), "input_required" if requests else "working"
+    )
     shown: dict[str, Any] = {
         "taskId": outcome.invocation_id,
         "status": status,
@@ -120,7 +122,9 @@ def task(outcome: Outcome, *, full: bool) -> dict[str, Any]:
             for key, form in requests.items()
         }
     elif status == "completed":
-        shown["result"] = text_result(outcome).model_dump(mode="json", by_alias=True, exclude_none=True)
+        shown["result"] = text_result(outcome).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
     elif status == "failed":
         shown["error"] = {"code": -32603, "message": outcome.error or "the workflow failed"}
     return shown

@@ -46,7 +46,9 @@ async def get_task(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> d
     return render.task(outcome, full=True)
 
 
-async def update_task(ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
+async def update_task(
+    ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
+) -> dict[str, Any]:
     user = current_user()
     await _visible(params.task_id, user)
     await sync_to_async(answers.update_task)(params.task_id, params.input_responses or {}, user)

@@ -101,7 +101,9 @@ def _start(workflow_name: str, node_input: Any, user: Any) -> str:
 def _questions(user: Any) -> list[dict[str, Any]]:
     close_old_connections()
     pending = answerable_interrupts(user, Interrupt.objects.filter(status=InterruptStatus.PENDING))
-    rows = pending.select_related("invocation").prefetch_related("decisions").order_by("-created_at")
+    rows = (
+        pending.select_related("invocation").prefetch_related("decisions").order_by("-created_at")
+    )
     return [envelope(interrupt, user) for interrupt in rows[:100]]
 
 
