@@ -14,7 +14,9 @@ from typing import Any
 import httpx2
 import pytest
 import uvicorn
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Permission
+from django.db import connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -95,6 +97,9 @@ def live_mcp_url(transactional_db: Any) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/mcp/"
     server.should_exit = True
     thread.join(timeout=10)
+    # The server's ORM calls ran in asgiref's one sync thread: close its connection there,
+    # or the test database cannot be dropped.
+    asyncio.run(sync_to_async(connections.close_all)())
 
 
 def token_for(user: Any) -> str:

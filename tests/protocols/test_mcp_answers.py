@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx2
 import pytest
 from mcp_types import ElicitResult
 
 from tests.asking import ask
-from tests.factories import ApproverFactory
+from tests.factories import ApproverFactory, UserFactory
 from tests.protocols.mcp_live import (  # noqa: F401
     WORKFLOW,
     accept,
@@ -207,3 +208,34 @@ def test_a_2025_11_25_client_gets_the_question_and_its_link_as_text(mcp_url):
     assert "Waiting for your answer" in text and "Approve 80 EUR for taxi?" in text
     assert f"/{interrupt.pk}/change/" in text
     assert interrupt.status == InterruptStatus.PENDING
+
+
+def test_starting_needs_the_permission_to_start(mcp_url):
+    token = token_for(ApproverFactory(username="amy"))  # may answer, may not start
+
+    async def scenario() -> Any:
+        async with connect(mcp_url, token) as client:
+            return await client.call_tool(START, EXPENSE)
+
+    assert refused(scenario())["code"] == -32003
+    assert not Invocation.objects.exists()
+
+
+def test_someone_elses_invocation_is_unknown(mcp_url):
+    owner = starter("sam")
+    interrupt = ask(user=owner, assignees=["user:sam"])
+    outsider = token_for(UserFactory(username="eve"))
+
+    async def scenario() -> Any:
+        async with connect(mcp_url, outsider) as client:
+            return await client.call_tool("get_invocation", {"invocation_id": str(interrupt.invocation_id)})
+
+    assert refused(scenario())["error"] == "unknown_invocation"
+
+
+def test_a_request_without_a_valid_token_is_turned_away(mcp_url):
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+        answer = httpx2.post(mcp_url, json=listing, headers=headers)
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"].startswith("Bearer")
