@@ -228,7 +228,9 @@ def test_someone_elses_invocation_is_unknown(mcp_url):
 
     async def scenario() -> Any:
         async with connect(mcp_url, outsider) as client:
-            return await client.call_tool("get_invocation", {"invocation_id": str(interrupt.invocation_id)})
+            return await client.call_tool(
+                "get_invocation", {"invocation_id": str(interrupt.invocation_id)}
+            )
 
     assert refused(scenario())["error"] == "unknown_invocation"
 

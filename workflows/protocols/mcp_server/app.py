@@ -15,6 +15,7 @@ from starlette.types import Receive, Scope, Send
 
 from . import state, tasks, tools
 from .auth import ApiTokenVerifier
+from .hosts import AllowedHostsMiddleware
 
 NAME = "hitl-workflows"
 
@@ -55,7 +56,7 @@ class McpApplication:
         app = AuthenticationMiddleware(
             AuthContextMiddleware(transport), backend=BearerAuthBackend(ApiTokenVerifier())
         )
-        return manager, app
+        return manager, AllowedHostsMiddleware(app)
 
     async def _run(
         self, manager: StreamableHTTPSessionManager, running: asyncio.Future[None]
