@@ -43,7 +43,8 @@ NOT_APPLICABLE = {
     "tools-call-elicitation": "calls the reference server's test_elicitation tool (legacy "
     "server-to-client elicitation; ours is the 2026-07-28 input_required round)",
     "json-schema-2020-12": "lists the reference server's json_schema_2020_12_tool",
-    "elicitation-sep1034-defaults": "calls the reference server's test_elicitation_sep1034_defaults",
+    "elicitation-sep1034-defaults": "calls the reference server's "
+    "test_elicitation_sep1034_defaults",
     "elicitation-sep1330-enums": "calls the reference server's test_elicitation_sep1330_enums",
     "server-sse-polling": "calls the reference server's test_reconnection over SSE "
     "(this server answers plain JSON)",
