@@ -17,9 +17,13 @@ demo: venv
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
+	@token=$$($(PYTHON) manage.py drf_create_token admin | awk '{print $$3}'); \
+	echo "MCP (docs/agents.md): http://127.0.0.1:$(PORT)/mcp/ with admin's API token"; \
+	echo "  claude mcp add --transport http hitl http://localhost:$(PORT)/mcp/ --header \"Authorization: Bearer $$token\""; \
+	echo "  the mcp SDK: $(PYTHON) docs/mcp_client.py http://127.0.0.1:$(PORT)/mcp/ $$token"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
-	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
+	$(PYTHON) -m uvicorn hitl_site.asgi:application --host 127.0.0.1 --port $(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run

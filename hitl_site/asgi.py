@@ -9,6 +9,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_site.settings")
 
 django_application = get_asgi_application()  # sets Django up before the protocols import it
 
+from django.conf import settings  # noqa: E402
+
+if settings.DEBUG:  # the demo's static files, as runserver serves them
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_application = ASGIStaticFilesHandler(django_application)
+
 from workflows.protocols.mcp_server import mcp_application  # noqa: E402
 
 # Path prefix -> ASGI app; every other path is Django's.
@@ -18,6 +25,10 @@ MOUNTS = [
 
 
 async def application(scope, receive, send):
+    if scope["type"] == "lifespan":  # nothing to start: the MCP app starts on its first request
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        return await send({"type": "lifespan.shutdown.complete"})
     path = scope.get("path", "")
     for prefix, app in MOUNTS:
         if path.startswith(prefix) or path == prefix.rstrip("/"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from mcp_types import ElicitResult
 
 from tests.protocols.mcp_live import (  # noqa: F401
@@ -55,3 +56,16 @@ def test_a_workflow_runs_to_its_end_through_two_elicitation_rounds(mcp_url):
         ["amount", "method"],
     ]
     assert Decision.objects.filter(actor=user).count() == 2
+
+
+def test_the_documented_client_example_runs(mcp_url, capsys):
+    from docs.mcp_client import drive
+
+    manager = starter("mia")
+    manager.groups.add(Group.objects.get_or_create(name="managers")[0])
+    token = token_for(manager)
+
+    result = run(drive(mcp_url, token, "test_expense", {"amount": 250, "employee": "Ada"}, True))
+
+    assert result.structured_content["status"] == "COMPLETED"
+    assert "Approve an expense of 250.00 for Ada?" in capsys.readouterr().out
