@@ -186,9 +186,8 @@ def main() -> None:
     print(f"|{'-' * 13}|{'-' * 9}|{'-' * 9}|{'-' * 9}|")
     for name, values in samples.items():
         ms = [v * 1000 for v in values]
-        print(
-            f"| {name:<11} | {statistics.median(ms):7.1f} | {percentile(ms, 99):7.1f} | {min(ms):7.1f} |"
-        )
+        median, p99 = statistics.median(ms), percentile(ms, 99)
+        print(f"| {name:<11} | {median:7.1f} | {p99:7.1f} | {min(ms):7.1f} |")
 
 
 if __name__ == "__main__":
