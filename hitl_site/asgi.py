@@ -1,5 +1,5 @@
-"""ASGI config for the hitl_site project: Django, with the agent protocols (DESIGN 4.5)
-mounted beside it by path."""
+"""ASGI config for the hitl_site project: Django, with the agent protocols mounted beside
+it by path."""
 
 import os
 
@@ -11,26 +11,17 @@ django_application = get_asgi_application()  # sets Django up before the protoco
 
 from django.conf import settings  # noqa: E402
 
+from workflows.protocols.mcp_server import mcp_application  # noqa: E402
+from workflows.protocols.mounts import mounted  # noqa: E402
+
 if settings.DEBUG:  # the demo's static files, as runserver serves them
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     django_application = ASGIStaticFilesHandler(django_application)
-
-from workflows.protocols.mcp_server import mcp_application  # noqa: E402
 
 # Path prefix -> ASGI app; every other path is Django's.
 MOUNTS = [
     ("/mcp/", mcp_application()),
 ]
 
-
-async def application(scope, receive, send):
-    if scope["type"] == "lifespan":  # nothing to start: the MCP app starts on its first request
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        return await send({"type": "lifespan.shutdown.complete"})
-    path = scope.get("path", "")
-    for prefix, app in MOUNTS:
-        if path.startswith(prefix) or path == prefix.rstrip("/"):
-            return await app(scope, receive, send)
-    return await django_application(scope, receive, send)
+application = mounted(django_application, MOUNTS)

@@ -1,4 +1,4 @@
-"""The MCP server over real HTTP for the tests: uvicorn serving hitl_site's ASGI app on a
+"""The MCP server over real HTTP for the tests: uvicorn serving Django and the MCP app on a
 free 127.0.0.1 port in a thread, API tokens, the `mcp` SDK's own client, and a workflow
 that asks two questions in a row."""
 
@@ -71,6 +71,16 @@ if WORKFLOW not in {d.name for d in registry.definitions()}:
     registry.register(Workflow(name=WORKFLOW, edges=[("START", approval, payout, paid)]))
 
 
+def asgi_application() -> Any:
+    """Django with the MCP server mounted at /mcp/, as a project's asgi.py mounts it."""
+    from django.core.asgi import get_asgi_application
+
+    from workflows.protocols.mcp_server import mcp_application
+    from workflows.protocols.mounts import mounted
+
+    return mounted(get_asgi_application(), [("/mcp/", mcp_application())])
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -79,13 +89,11 @@ def free_port() -> int:
 
 @pytest.fixture(name="mcp_url")
 def live_mcp_url(transactional_db: Any) -> Iterator[str]:
-    """The MCP endpoint of hitl_site's ASGI app, served by uvicorn for this test."""
-    from hitl_site.asgi import application
-
+    """The MCP endpoint, mounted beside Django and served by uvicorn for this test."""
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            application, host="127.0.0.1", port=port, lifespan="off", log_level="warning"
+            asgi_application(), host="127.0.0.1", port=port, lifespan="off", log_level="warning"
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from tests.protocols.mcp_live import free_port, starter, token_for
+from tests.protocols.mcp_live import asgi_application, free_port, starter, token_for
 
 HERE = Path(__file__).parent / "mcp_conformance"
 CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -86,10 +86,8 @@ def with_token(app: Any, token: str) -> Any:
 
 @pytest.fixture
 def conformance_url(transactional_db: Any) -> Iterator[str]:
-    from hitl_site.asgi import application
-
     port = free_port()
-    app = with_token(application, token_for(starter()))
+    app = with_token(asgi_application(), token_for(starter()))
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
     )
