@@ -42,7 +42,8 @@ ANY_INPUT = {"type": "object", "description": "the workflow's input", "additiona
 FIXED_TOOLS = [
     Tool(
         name=LIST_QUESTIONS,
-        description="The open questions you may answer, newest rules first (the inbox).",
+        description="The open questions you may answer: the inbox, urgent first, then the "
+        "soonest due, then the oldest (at most 100).",
         input_schema={"type": "object", "properties": {}},
     ),
     Tool(
