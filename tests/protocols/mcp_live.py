@@ -121,9 +121,15 @@ def starter(username: str = "sam") -> Any:
     return type(user).objects.get(pk=user.pk)  # permissions are cached per object
 
 
+async def unanswered(context: Any, params: Any) -> Any:
+    raise AssertionError("this test answers its rounds itself")
+
+
 @asynccontextmanager
 async def connect(url: str, token: str, mode: str = "2026-07-28", **options: Any) -> Any:
-    """The `mcp` SDK's client, signed in with an API token."""
+    """The `mcp` SDK's client, signed in with an API token; it shows elicitation forms
+    (declares the capability) unless `elicitation_callback=None`."""
+    options.setdefault("elicitation_callback", unanswered)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     async with (
         http,

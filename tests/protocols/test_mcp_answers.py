@@ -241,3 +241,18 @@ def test_a_request_without_a_valid_token_is_turned_away(mcp_url):
         answer = httpx2.post(mcp_url, json=listing, headers=headers)
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_a_client_that_shows_no_forms_gets_the_question_and_its_link_as_text(mcp_url):
+    token = token_for(starter())
+
+    async def scenario() -> Any:
+        async with connect(mcp_url, token, elicitation_callback=None) as client:
+            return await client.call_tool(START, EXPENSE)
+
+    result = run(scenario())
+
+    interrupt = Interrupt.objects.get()
+    assert "Waiting for your answer" in result.content[0].text
+    assert f"/{interrupt.pk}/change/" in result.content[0].text
+    assert interrupt.status == InterruptStatus.PENDING

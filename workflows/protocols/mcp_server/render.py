@@ -31,12 +31,23 @@ def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+def _capabilities(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """The client capabilities a 2026-07-28 request declares (none on an older one)."""
+    if not is_modern(ctx) or not ctx.meta:
+        return {}
+    declared: Any = ctx.meta.get(CLIENT_CAPABILITIES_META_KEY)
+    return declared if isinstance(declared, dict) else {}
+
+
 def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
     """The client declared the Tasks extension in this request's capabilities."""
-    if not is_modern(ctx) or not ctx.meta:
-        return False
-    capabilities: Any = ctx.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
-    return TASKS_EXTENSION in (capabilities.get("extensions") or {})
+    return TASKS_EXTENSION in (_capabilities(ctx).get("extensions") or {})
+
+
+def can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """The client shows elicitation forms (an empty `elicitation` means forms)."""
+    elicitation = _capabilities(ctx).get("elicitation")
+    return isinstance(elicitation, dict) and (not elicitation or "form" in elicitation)
 
 
 def input_requests(outcome: Outcome) -> dict[str, Any]:
@@ -80,8 +91,8 @@ def tool_result(
     ctx: ServerRequestContext[Any, Any], user: Any, outcome: Outcome, *, note: str = ""
 ) -> CallToolResult | InputRequiredResult:
     """`input_required` with the forms and a fresh requestState when the caller may answer
-    and speaks 2026-07-28; else the text result."""
-    requests = input_requests(outcome) if is_modern(ctx) else {}
+    and shows forms (2026-07-28); else the text result."""
+    requests = input_requests(outcome) if can_elicit(ctx) else {}
     if not requests:
         return text_result(outcome, note=note)
     minted = state.mint(user, outcome.invocation_id, list(requests))
@@ -99,10 +110,11 @@ TASK_STATUS = {
 }
 
 
-def task(outcome: Outcome, *, full: bool) -> dict[str, Any]:
+def task(outcome: Outcome, *, full: bool, forms: bool) -> dict[str, Any]:
     """The invocation as a task (its id is the task id, stable for the task's life);
-    `full` adds what tasks/get carries: the forms, the result or the error."""
-    requests = input_requests(outcome)
+    `full` adds what tasks/get carries: the forms (when the client shows `forms`), the
+    result or the error."""
+    requests = input_requests(outcome) if forms else {}
     status = TASK_STATUS.get(
         NodeStatus(outcome.status), "input_required" if requests else "working"
     )

@@ -43,7 +43,7 @@ async def _visible(task_id: str, user: Any) -> Outcome:
 
 async def get_task(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
     outcome = await _visible(params.task_id, current_user())
-    return render.task(outcome, full=True)
+    return render.task(outcome, full=True, forms=render.can_elicit(ctx))
 
 
 async def update_task(
@@ -64,7 +64,8 @@ async def cancel_task(ctx: ServerRequestContext[Any, Any], params: TaskParams) -
     user = current_user()
     await _visible(params.task_id, user)
     await sync_to_async(_cancel)(params.task_id, user)
-    return render.task(await settle(params.task_id, user, wait=0), full=True)
+    outcome = await settle(params.task_id, user, wait=0)
+    return render.task(outcome, full=True, forms=render.can_elicit(ctx))
 
 
 def install(server: Server[Any]) -> None:

@@ -125,7 +125,10 @@ async def call_tool(
         )
         outcome = await settle(started, user)
         if render.wants_task(ctx):
-            return {"resultType": "task", **render.task(outcome, full=False)}
+            return {
+                "resultType": "task",
+                **render.task(outcome, full=False, forms=render.can_elicit(ctx)),
+            }
         return render.tool_result(ctx, user, outcome)
     if name == LIST_QUESTIONS:
         questions = _json(await sync_to_async(_questions)(user))
