@@ -133,6 +133,7 @@ async def measure(url: str, token: str, rounds: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {"tools/list": [], "start": [], "answer": []}
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     transport = streamable_http_client(url, http_client=http)
+
     async def shows_forms(context: object, params: object) -> object:
         raise AssertionError("the rounds are answered by the loop below")
 
