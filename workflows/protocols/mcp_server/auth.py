@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from pydantic import PrivateAttr
@@ -25,6 +26,7 @@ def token_user(key: str) -> Any:
     """The active user whose API token `key` is, else None."""
     from rest_framework.authtoken.models import Token  # the API's tokens (an optional app)
 
+    close_old_connections()
     token = Token.objects.select_related("user").filter(key=key).first()
     if token is None or not token.user.is_active:
         return None
