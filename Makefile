@@ -19,11 +19,12 @@ demo: venv
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://localhost:$(PORT)/ (the inbox; the admin: http://localhost:$(PORT)/admin/). Passkeys need the name localhost, not 127.0.0.1."
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
-	@echo "A2A agent: card http://localhost:$(PORT)/.well-known/agent-card.json, JSON-RPC"
-	@echo "  http://localhost:$(PORT)/a2a/, HTTP+JSON http://localhost:$(PORT)/a2a; token:"
-	@echo "  curl -H 'Content-Type: application/json' -d '{\"username\": \"admin\", \"password\": \"admin\"}' \\"
-	@echo "  http://localhost:$(PORT)/api/token/"
-	@echo "  then Authorization: Bearer <token> (docs/agents.md, section A2A)"
+	@token=$$($(PYTHON) manage.py drf_create_token admin | awk '{print $$3}'); \
+	echo "Agents (docs/agents.md), with admin's API token $$token:"; \
+	echo "  MCP: claude mcp add --transport http hitl http://localhost:$(PORT)/mcp/ --header \"Authorization: Bearer $$token\""; \
+	echo "       or the mcp SDK: $(PYTHON) docs/mcp_client.py http://localhost:$(PORT)/mcp/ $$token"; \
+	echo "  A2A: card http://localhost:$(PORT)/.well-known/agent-card.json; JSON-RPC and HTTP+JSON at http://localhost:$(PORT)/a2a/"; \
+	echo "       $(PYTHON) docs/examples/a2a_sdk_client.py --url http://localhost:$(PORT) --token $$token"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
 	$(PYTHON) -m uvicorn hitl_site.asgi:application --host localhost --port $(PORT)

@@ -1,27 +1,33 @@
 """ASGI config for the hitl_site project: Django (its static files too when DEBUG, as
-runserver serves them), with the A2A agent beside it (its Agent Card and `a2a/`) when
-`a2a-sdk` is installed."""
+runserver serves them), with the agent protocols mounted beside it by path."""
 
 import os
-from importlib.util import find_spec
 
-from django.conf import settings
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_site.settings")
 
-application = get_asgi_application()
-if settings.DEBUG:
-    application = ASGIStaticFilesHandler(application)
+django_application = get_asgi_application()  # sets Django up before the protocols import it
 
-if find_spec("a2a") is not None and find_spec("starlette") is not None:
-    from workflows.protocols.a2a_agent.app import a2a_application, serves
+from django.conf import settings  # noqa: E402
 
-    django_application, a2a_app = application, a2a_application()
+from workflows.protocols.a2a_agent.app import a2a_application  # noqa: E402
+from workflows.protocols.a2a_agent.card import CARD_PATH  # noqa: E402
+from workflows.protocols.mcp_server import mcp_application  # noqa: E402
+from workflows.protocols.mounts import mounted  # noqa: E402
 
-    async def application(scope, receive, send):  # type: ignore[no-redef]
-        """The A2A paths to the A2A app, every other request to Django."""
-        if scope["type"] == "http" and serves(scope["path"]):
-            return await a2a_app(scope, receive, send)
-        return await django_application(scope, receive, send)
+if settings.DEBUG:  # the demo's static files, as runserver serves them
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_application = ASGIStaticFilesHandler(django_application)
+
+_a2a = a2a_application()
+
+# Path prefix -> ASGI app; every other path is Django's.
+MOUNTS = [
+    ("/mcp/", mcp_application()),
+    ("/a2a/", _a2a),
+    (CARD_PATH, _a2a),
+]
+
+application = mounted(django_application, MOUNTS)

@@ -447,6 +447,7 @@ class Heartbeat(models.Model):
 # Agent actions (approval gates' grants, effects) have a module of their own.
 from .gate_models import Effect, Grant, GrantUse  # noqa: E402, F401
 from .people_models import Delegation, NotificationAttempt  # noqa: E402, F401
+from .protocol_models import McpRequestState  # noqa: E402, F401
 from .webhook_models import (  # noqa: E402, F401
     WEBHOOK_EVENTS,
     WebhookAttempt,

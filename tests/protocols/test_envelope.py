@@ -51,6 +51,14 @@ def test_someone_else_sees_it_as_not_theirs_to_answer():
     assert envelope(interrupt, other)["answerable"] is False
 
 
+def test_a_superuser_who_is_not_an_assignee_may_not_answer_it():
+    ApproverFactory(username="amy")
+    admin = UserFactory(username="root", is_staff=True, is_superuser=True)
+    interrupt = ask(assignees=["user:amy"])
+
+    assert envelope(interrupt, admin)["answerable"] is False
+
+
 def test_a_signed_quorum_question_says_what_one_answer_cannot_carry():
     ApproverFactory(username="amy")
     ApproverFactory(username="bob")

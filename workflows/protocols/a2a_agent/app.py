@@ -96,8 +96,3 @@ def a2a_application() -> ASGIApp:
         ),
     ]
     return TokenRequired(Starlette(routes=routes))
-
-
-def serves(path: str) -> bool:
-    """Whether a request for `path` is the A2A app's (the rest is Django's)."""
-    return path in (CARD_PATH, REST_PATH) or path.startswith(REST_PATH + "/")
