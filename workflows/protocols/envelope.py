@@ -15,6 +15,7 @@ from workflows.engine.questions import is_effect_question, is_gate_question
 from workflows.models import Interrupt
 from workflows.policy import answer_policy
 
+
 def question_kind(interrupt: Interrupt) -> str:
     """`gate` (an approval gate's question), `in_doubt` (whether an effect happened),
     `tool_call` (a long-running FunctionCall: payload `{"name", "args"}`, no form of its
