@@ -242,6 +242,9 @@ REST_FRAMEWORK = {
         "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
         "user": os.environ.get("API_THROTTLE_USER", "6000/minute"),
     },
+    # Proxies in front of the site that append the client's address to X-Forwarded-For;
+    # 0: the client address is REMOTE_ADDR (docs/deployment.md, "Behind a proxy").
+    "NUM_PROXIES": int(os.environ.get("API_NUM_PROXIES", "0")),
 }
 
 SPECTACULAR_SETTINGS = {
