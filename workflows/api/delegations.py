@@ -18,13 +18,13 @@ from rest_framework.response import Response
 from .. import services
 from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
+from ..people.out_of_office import delegation_key
 from ..policy import delegation_policy
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .views import ApiViewMixin, ObjectLookupMixin
 
 # The largest id a BigAutoField holds: a larger one names no delegation.
-LARGEST_ID = 2**63 - 1
 
 
 def _username_field() -> serializers.SlugRelatedField[Any]:
@@ -117,9 +117,7 @@ class DelegationViewSet(
         return delegation_policy().visible(self.request.user, queryset)
 
     def get_object(self) -> Any:
-        lookup = self.kwargs[self.lookup_field]
-        if not (lookup.isascii() and lookup.isdigit() and int(lookup) <= LARGEST_ID):
-            raise UnknownDelegationError(lookup)
+        delegation_key(self.kwargs[self.lookup_field])  # UnknownDelegationError: a 404
         return super().get_object()
 
     @extend_schema(
