@@ -62,7 +62,7 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         "hitl-purge-idempotency-keys",
         "workflows.tasks.purge_idempotency_keys",
         timedelta(hours=1),
-        'deletes the API\'s `Idempotency-Key` records older than `IDEMPOTENCY_KEY_TTL` (else '
+        "deletes the API's `Idempotency-Key` records older than `IDEMPOTENCY_KEY_TTL` (else "
         "that table grows forever)",
         "purged {} idempotency key(s)",
     ),

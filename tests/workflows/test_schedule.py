@@ -29,7 +29,10 @@ from workflows.schedule import PERIODIC_JOBS, PeriodicJob, beat_schedule
 pytestmark = pytest.mark.django_db(transaction=True)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-BEGIN = "<!-- periodic jobs: generated from workflows/schedule.py; tests/workflows/test_schedule.py checks it -->"
+BEGIN = (
+    "<!-- periodic jobs: generated from workflows/schedule.py; "
+    "tests/workflows/test_schedule.py checks it -->"
+)
 END = "<!-- end of the periodic jobs -->"
 TASKS = [job.task for job in PERIODIC_JOBS]
 

@@ -9,7 +9,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import FieldDoesNotExist
-from django.db.models import DateTimeField, Field, Model
+from django.db.models import DateTimeField, Field, ForeignObjectRel, Model
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
@@ -24,7 +24,7 @@ from ..engine.values import is_possible_id
 DATETIME_LOOKUPS = frozenset({"exact", "gt", "gte", "lt", "lte", "in", "range"})
 
 
-def _field_and_lookup(model: type[Model], name: str) -> tuple[Field | None, str]:
+def _field_and_lookup(model: type[Model], name: str) -> tuple[Field | ForeignObjectRel | None, str]:
     """The field a changelist parameter (`created_at__gte`, `invocation__created_at`)
     names and the lookup applied to it ("exact" when none); (None, "") when it names no
     field."""
