@@ -114,3 +114,14 @@ def test_the_grants_list_filters_live_ones(client_for):
     assert [g["uses_left"] for g in listed] == [None]
     ended = client_for(keeper).get("/api/grants/?live=false").json()["results"]
     assert [g["uses_left"] for g in ended] == [0]
+
+
+def test_an_expiry_with_a_utc_offset_postgresql_refuses_is_400_naming_it(client_for):
+    boss = user_with("workflows.add_grant")
+    body = {"workflow_name": REFUND, "node_name": "refund", "scope": "always"}
+    response = client_for(boss).post(
+        "/api/grants/", {**body, "expires_at": "2999-01-01T00:00:00+16:00"}, format="json"
+    )
+    assert error_of(response) == (400, "invalid_request", "expires_at")
+    assert "UTC offset +16:00" in response.json()["detail"]
+    assert not Grant.objects.exists()

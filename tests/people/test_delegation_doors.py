@@ -304,3 +304,12 @@ def test_no_banner_for_ones_own_question(client, ada, bob):
     client.force_login(bob)
     html = client.get(decision_url(ask(assignees=["user:ada", "user:bob"]))).content.decode()
     assert 'id="standing-in"' not in html
+
+
+@pytest.mark.parametrize("field", ["starts_at", "ends_at"])
+def test_api_a_utc_offset_postgresql_refuses_is_400_naming_the_field(ada, bob, field):
+    before = stored()
+    moment = (timezone.now() + timedelta(days=1)).replace(tzinfo=None).isoformat() + "-16:00"
+    response = api_for(ada).post("/api/delegations/", {**body(), field: moment}, format="json")
+    assert error_of(response) == (400, "invalid_request", field)
+    assert stored() == before

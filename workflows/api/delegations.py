@@ -22,6 +22,7 @@ from ..people.out_of_office import delegation_key
 from ..policy import delegation_policy
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
+from .serializers import DateTimeInput
 from .views import ApiViewMixin, ObjectLookupMixin
 
 # The largest id a BigAutoField holds: a larger one names no delegation.
@@ -78,8 +79,8 @@ class DelegationRequestSerializer(serializers.Serializer):
         required=False, help_text="Whose work (default: yours; anyone's needs add_delegation)."
     )
     delegate = UserByName(help_text="Who stands in.")
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = DateTimeInput()
+    ends_at = DateTimeInput()
     workflows = serializers.ListField(
         child=serializers.CharField(max_length=200),
         required=False,
