@@ -5,13 +5,13 @@ Production: set DATABASE_URL (postgres://...) and CELERY_BROKER_URL (redis://...
 """
 
 import os
-from datetime import timedelta
 from importlib.util import find_spec
 from pathlib import Path
 
 import dj_database_url
 
 from hitl_site.signing_key import demo_signing_key
+from workflows.schedule import beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -189,37 +189,8 @@ CELERY_WORKER_LOG_FORMAT = (
 )
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
-CELERY_BEAT_SCHEDULE = {
-    # Cheap (indexed) and what bounds recovery after a whole worker dies: its runs' leases
-    # expire (HITL LEASE_SECONDS) and the next tick enqueues them.
-    "hitl-recover-stalled": {
-        "task": "workflows.tasks.recover_stalled",
-        "schedule": timedelta(seconds=3),
-    },
-    "hitl-expire-interrupts": {
-        "task": "workflows.tasks.expire_overdue_interrupts",
-        "schedule": timedelta(seconds=30),
-    },
-    # Escalation ladders (DESIGN 4.3): a step applies at most one period after it is due.
-    "hitl-escalate-interrupts": {
-        "task": "workflows.tasks.escalate_interrupts",
-        "schedule": timedelta(seconds=30),
-    },
-    # Delegations made to start later are announced to the delegate when they start.
-    "hitl-announce-delegations": {
-        "task": "workflows.tasks.announce_delegations",
-        "schedule": timedelta(seconds=30),
-    },
-    "hitl-purge-idempotency-keys": {
-        "task": "workflows.tasks.purge_idempotency_keys",
-        "schedule": timedelta(hours=1),
-    },
-    # A signed checkpoint of the audit chains to HITL["AUDIT_CHECKPOINT_PATH"] (off unset).
-    "hitl-audit-checkpoint": {
-        "task": "workflows.tasks.write_audit_checkpoint",
-        "schedule": timedelta(hours=1),
-    },
-}
+# Every periodic job of the app at its period (workflows/schedule.py says which and why).
+CELERY_BEAT_SCHEDULE = beat_schedule()
 
 # --- HITL -------------------------------------------------------------------------------------
 
@@ -262,6 +233,9 @@ REST_FRAMEWORK = {
         "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
         "user": os.environ.get("API_THROTTLE_USER", "6000/minute"),
     },
+    # Proxies in front of the site that append the client's address to X-Forwarded-For;
+    # 0: the client address is REMOTE_ADDR (docs/deployment.md, "Behind a proxy").
+    "NUM_PROXIES": int(os.environ.get("API_NUM_PROXIES", "0")),
 }
 
 SPECTACULAR_SETTINGS = {

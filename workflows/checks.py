@@ -18,6 +18,7 @@ from .audit.documents import SIGNING_KEY_HINT
 from .audit.signing import load_private_key
 from .conf import DEFAULTS, hitl_settings
 from .registry import registry
+from .schedule import PERIODIC_JOBS
 
 CELERY_HINT = (
     "Add <project>/celery.py with `app = Celery('<project>')`, "
@@ -271,3 +272,31 @@ def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
                 )
             )
     return errors
+
+
+@register(Tags.compatibility)
+def check_beat_schedule(**kwargs: Any) -> list[CheckMessage]:
+    """workflows.W003: the project runs celery beat from a schedule (CELERY_BEAT_SCHEDULE,
+    or the Celery app's beat_schedule) that misses a periodic job of workflows.schedule.
+    No schedule at all: beat is not in use here (`hitl_periodic` runs the jobs)."""
+    from celery import current_app
+
+    configured = getattr(settings, "CELERY_BEAT_SCHEDULE", None)
+    if configured is None:
+        configured = current_app.conf.beat_schedule
+    if not configured or not isinstance(configured, Mapping):
+        return []
+    scheduled = {entry.get("task") for entry in configured.values() if isinstance(entry, Mapping)}
+    missing = [job for job in PERIODIC_JOBS if job.task not in scheduled]
+    if not missing:
+        return []
+    return [
+        Warning(
+            f"The beat schedule misses {len(missing)} periodic job(s): "
+            + "; ".join(f"{job.task}, which {job.does}" for job in missing)
+            + ".",
+            hint="Start it from every job: CELERY_BEAT_SCHEDULE = {**beat_schedule(), ...} "
+            "with `from workflows.schedule import beat_schedule` (docs/embedding.md).",
+            id="workflows.W003",
+        )
+    ]

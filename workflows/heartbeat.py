@@ -13,15 +13,11 @@ from django.utils import timezone
 
 from .conf import hitl_settings
 from .models import Heartbeat
+from .schedule import periodic_tasks
 
 logger = logging.getLogger(__name__)
 
-PERIODIC_TASKS = {
-    "workflows.tasks.expire_overdue_interrupts",
-    "workflows.tasks.escalate_interrupts",
-    "workflows.tasks.announce_delegations",
-    "workflows.tasks.recover_stalled",
-}
+PERIODIC_TASKS = periodic_tasks()
 
 # Last write per (kind, name) in this process: a worker's heartbeat fires every 2 s, the row
 # needs updating far less often.

@@ -4,6 +4,7 @@ it. The approve/reject buttons are the e-mail's signed links (approvals.links)."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from workflows.engine.status import InterruptStatus
@@ -24,13 +25,19 @@ NEWS = {REMINDED: "Reminder: this still waits for a decision", ESCALATED: "Escal
 
 
 def escape(text: str) -> str:
-    """Text as mrkdwn shows it literally (Slack reads &, < and > as markup)."""
+    """Text as Slack shows it literally: it reads &, < and > as markup (`<!channel>` calls
+    everyone, `<https://x|Approve>` is a link) in mrkdwn and in a message's `text`."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(escaped: str, limit: int) -> str:
+    """Escaped text cut to at most `limit` characters, never inside an "&amp;"."""
+    return re.sub(r"&[a-z]*$", "", escaped[:limit]) if len(escaped) > limit else escaped
 
 
 def fallback_text(interrupt: Interrupt) -> str:
     """The text notifications and screen readers use instead of the blocks."""
-    return subject_line(interrupt)
+    return escape(subject_line(interrupt))
 
 
 def slack_date(moment: Any) -> str:
@@ -94,7 +101,7 @@ def blocks(
     question = escape(interrupt.message or interrupt.pk)
     text = f"*{title}* · {escape(interrupt.workflow_name)}\n{question}"
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_CHARS)}},
         {
             "type": "context",
             "elements": [

@@ -161,3 +161,27 @@ def test_only_a_request_of_the_wrong_shape_lists_every_message_by_field(api):
     )
     assert error_of(answer) == (400, "invalid_response", "approved")
     assert "errors" not in answer.json()
+
+
+def test_a_made_up_forwarded_for_does_not_dodge_the_token_throttle(operator, settings):
+    guess = {"username": operator.username, "password": "wrong"}
+    for attempt in range(10):
+        forged = {"HTTP_X_FORWARDED_FOR": f"203.0.113.{attempt}"}
+        assert APIClient().post("/api/token/", guess, format="json", **forged).status_code == 400
+    forged = {"HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+    refused = APIClient().post("/api/token/", guess, format="json", **forged)
+    assert error_of(refused)[:2] == (429, "throttled")
+
+
+def test_behind_a_configured_proxy_the_forwarded_client_address_is_throttled(operator, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    guess = {"username": operator.username, "password": "wrong"}
+
+    def post(client_address: str) -> int:
+        # The proxy appends the address it saw; whatever the client wrote comes before it.
+        forwarded = {"HTTP_X_FORWARDED_FOR": f"10.9.9.9, {client_address}"}
+        return APIClient().post("/api/token/", guess, format="json", **forwarded).status_code
+
+    assert [post("203.0.113.1") for _ in range(10)] == [400] * 10
+    assert post("203.0.113.1") == 429
+    assert post("203.0.113.2") == 400, "another client behind the same proxy has its own limit"

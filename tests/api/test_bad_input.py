@@ -2,9 +2,13 @@
 wrong, before anything is stored or a query is sent that the database would fail on; a
 date and time outside what the database can compare still lists what it means."""
 
+import os
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from tests.asking import ask
 
@@ -54,6 +58,71 @@ def test_dates_whose_utc_time_no_database_holds_list_what_they_mean(api, operato
     assert count(f"created_before={quote(latest)}") == everything
     assert count(f"created_after={quote(latest)}") == 0
     assert count(f"created_before={quote(earliest)}") == 0
+
+
+DATES = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_DATE_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+LISTS = ["/api/invocations/", "/api/interrupts/"]
+
+
+@st.composite
+def typed_datetimes(draw) -> tuple[str, datetime | None]:
+    """An ISO 8601 date and time as a client may type it, with any UTC offset Python reads
+    (up to ±23:59) or none; and the instant it means (None past ±15:59)."""
+    local = draw(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+    minutes = draw(st.integers(-(24 * 60 - 1), 24 * 60 - 1) | st.sampled_from([0, 960, -960]))
+    offset = timedelta(minutes=minutes)
+    sign, (hours, rest) = "-" if minutes < 0 else "+", divmod(abs(minutes), 60)
+    zone = draw(st.sampled_from(["", f"{sign}{hours:02d}:{rest:02d}", "Z" if not minutes else ""]))
+    sep = draw(st.sampled_from(["T", " "]))
+    text = local.isoformat(sep, draw(st.sampled_from(["minutes", "seconds", "microseconds"])))
+    if abs(offset) >= timedelta(hours=16) and zone:
+        return text + zone, None
+    aware = local.replace(tzinfo=timezone(offset if zone else timedelta()))
+    try:
+        return text + zone, aware.astimezone(UTC)
+    except OverflowError:  # before the year 1 or after 9999 in UTC: the ends
+        return text + zone, datetime.min.replace(tzinfo=UTC) if local.year == 1 else (
+            datetime.max.replace(tzinfo=UTC)
+        )
+
+
+@pytest.fixture
+def one_invocation(operator):
+    return start(user=operator)
+
+
+@DATES
+@given(typed=typed_datetimes(), url=st.sampled_from(LISTS))
+@example(typed=("2026-01-01T00:00:00+16:00", None), url=LISTS[0])
+@example(typed=("2026-01-01T00:00:00-23:59", None), url=LISTS[1])
+def test_a_date_filter_lists_what_it_means_or_is_a_400_naming_it(api, one_invocation, typed, url):
+    text, instant = typed
+    created = one_invocation.created_at
+    for parameter, selected in (
+        ("created_after", created.__ge__),
+        ("created_before", created.__le__),
+    ):
+        response = api.get(f"{url}?{parameter}={quote(text)}")
+        if instant is None:
+            assert error_of(response) == (400, "invalid_request", parameter), text
+            assert "UTC offset" in response.json()["detail"]
+        else:
+            assert response.status_code == 200, (text, response.content)
+            assert len(response.json()["results"]) == int(selected(instant)), text
+
+
+@DATES
+@given(text=st.text(st.characters(blacklist_categories=["Cs"]), max_size=40))
+@example(text="2026-01-01T00:00:00+16:00 100%")
+def test_any_text_as_a_date_filter_is_a_list_or_a_400_naming_it(api, one_invocation, text):
+    for url in LISTS:
+        response = api.get(f"{url}?created_after={quote(text)}")
+        if response.status_code != 200:
+            assert error_of(response) == (400, "invalid_request", "created_after"), text
 
 
 @pytest.mark.parametrize("cursor", ["cD1hYmM=", "cD05OTk5OTk5OTk5OTk5OTk5OTk5OTk5OQ=="])

@@ -164,3 +164,14 @@ def test_an_edit_through_the_api_checks_the_schemas_formats(client_for):
     )
     assert error_of(response)[:2] == (400, "invalid_response")
     assert snapshot() == before
+
+
+def test_an_expiry_with_a_utc_offset_postgresql_refuses_is_400_naming_it(client_for):
+    boss = user_with("workflows.add_grant")
+    body = {"workflow_name": REFUND, "node_name": "refund", "scope": "always"}
+    response = client_for(boss).post(
+        "/api/grants/", {**body, "expires_at": "2999-01-01T00:00:00+16:00"}, format="json"
+    )
+    assert error_of(response) == (400, "invalid_request", "expires_at")
+    assert "UTC offset +16:00" in response.json()["detail"]
+    assert not Grant.objects.exists()

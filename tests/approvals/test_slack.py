@@ -123,7 +123,7 @@ def test_a_question_is_posted_to_each_mapped_assignee_with_its_links(slack):
     assert sorted(call.body["channel"] for call in posts) == ["C456", "U123"]
     assert all(call.auth == "Bearer xoxb-test" for call in posts)
     direct = next(call for call in posts if call.body["channel"] == "U123")
-    assert direct.body["text"] == "Decision needed: Refund 120 EUR to <Initech> & co?"
+    assert direct.body["text"] == "Decision needed: Refund 120 EUR to &lt;Initech&gt; &amp; co?"
     assert section(direct) == (
         "*Decision needed* · hitl_test_ask\nRefund 120 EUR to &lt;Initech&gt; &amp; co?"
     )
@@ -148,6 +148,24 @@ def test_a_question_is_posted_to_each_mapped_assignee_with_its_links(slack):
     ]
     attempt = NotificationAttempt.objects.get(interrupt=interrupt)
     assert (attempt.notifier, attempt.event, attempt.succeeded) == (SLACK_NOTIFIER, "opened", True)
+
+
+def test_markup_in_a_question_reaches_slack_as_text_in_every_field(slack):
+    message = "<!channel> <https://evil.example|Approve> & <@U999>"
+    ask(message=message, assignees=["user:ada"], priority="high")
+    (post,) = slack.made("chat.postMessage")
+    shown = "&lt;!channel&gt; &lt;https://evil.example|Approve&gt; &amp; &lt;@U999&gt;"
+    assert post.body["text"] == f"Decision needed: {shown}"
+    assert section(post).endswith(f"\n{shown}")
+    mrkdwn = [post.body["text"], section(post), facts(post)]
+    assert not any(markup in text for text in mrkdwn for markup in ("<!", "<http", "<@"))
+
+
+def test_a_long_question_is_cut_between_escapes_not_inside_one(slack):
+    ask(message="&" * 3000, assignees=["user:ada"])
+    (post,) = slack.made("chat.postMessage")
+    text = section(post)
+    assert len(text) <= 3000 and text.endswith("&amp;")
 
 
 def test_the_due_date_is_shown_in_each_readers_time_zone(slack):

@@ -163,6 +163,12 @@ def test_export_since_takes_an_iso_date_time(trail_of_two):
         call_command("hitl_audit", "export", "--since", "yesterday")
 
 
+@pytest.mark.parametrize("since", ["2026-01-01T00:00:00+16:00", "2026-01-01T00:00:00-23:59"])
+def test_export_since_with_an_offset_postgresql_refuses_is_a_clear_error(trail_of_two, since):
+    with pytest.raises(CommandError, match=r"--since: .* has the UTC offset .*at most ±15:59"):
+        call_command("hitl_audit", "export", "--since", since)
+
+
 def test_the_receipt_command_prints_a_receipt_that_verifies(trail_of_two, signing_key):
     entry = entries(action="interrupt.released")[0]
     printed = run("receipt", str(entry.pk))

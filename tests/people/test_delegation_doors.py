@@ -234,6 +234,18 @@ def test_admin_one_may_not_end_someone_elses_delegation(client, ada, bob):
     assert Delegation.objects.get().ended_at is None
 
 
+@pytest.mark.parametrize("given", ["abc", "", "1.5", "12" * 20, "\u0661", None])
+def test_admin_ending_a_delegation_by_an_id_no_row_can_have_says_so(client, ada, bob, given):
+    delegation = away(ada, bob)
+    client.force_login(ada)
+    before = stored()
+    posted = {"_action": "end"} if given is None else {"_action": "end", "delegation": given}
+    response = client.post(OUT_OF_OFFICE, posted, follow=True)
+    assert response.status_code == 200
+    assert "unknown delegation" in response.content.decode().lower()
+    assert stored() == before and Delegation.objects.get(pk=delegation.pk).ended_at is None
+
+
 def test_admin_the_page_is_for_staff_only(client, bob):
     client.force_login(UserFactory(username="outsider"))
     assert client.get(OUT_OF_OFFICE).status_code == 302  # to the admin's login
@@ -292,3 +304,12 @@ def test_no_banner_for_ones_own_question(client, ada, bob):
     client.force_login(bob)
     html = client.get(decision_url(ask(assignees=["user:ada", "user:bob"]))).content.decode()
     assert 'id="standing-in"' not in html
+
+
+@pytest.mark.parametrize("field", ["starts_at", "ends_at"])
+def test_api_a_utc_offset_postgresql_refuses_is_400_naming_the_field(ada, bob, field):
+    before = stored()
+    moment = (timezone.now() + timedelta(days=1)).replace(tzinfo=None).isoformat() + "-16:00"
+    response = api_for(ada).post("/api/delegations/", {**body(), field: moment}, format="json")
+    assert error_of(response) == (400, "invalid_request", field)
+    assert stored() == before

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from tests.approvals.test_email_links import RefusesBob
 from tests.asking import WORKFLOW, ask
-from tests.factories import ApproverFactory, StaffFactory
+from tests.factories import ApproverFactory, StaffFactory, UserFactory
 from workflows import dispatch, services, signals, worker
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Delegation, Interrupt, Invocation, NotificationAttempt
@@ -170,6 +170,39 @@ def test_a_delegate_is_told_of_the_delegators_pending_questions():
         sender=None, delegation_id=delegation.pk, action="delegation.ended"
     )
     assert calls == []
+
+
+@override_settings(HITL={"NOTIFIERS": [RECORDER]})
+def test_a_delegate_is_told_only_of_the_questions_they_may_answer():
+    ada, bob = ApproverFactory(username="ada"), ApproverFactory(username="bob")
+    theirs = ask(message="Pay the supplier?", assignees=["user:ada"])
+    bobs_own_request = ask(
+        bob, message="Approve bob's bonus?", assignees=["user:ada"], four_eyes=True
+    )
+    now = timezone.now()
+    window = {"starts_at": now - timedelta(hours=1), "ends_at": now + timedelta(days=2)}
+    to_bob = Delegation.objects.create(delegator=ada, delegate=bob, **window)
+    to_carol = Delegation.objects.create(
+        delegator=ada, delegate=UserFactory(username="carol", is_staff=True), **window
+    )
+    calls.clear()
+    for delegation in (to_bob, to_carol):
+        signals.delegation_changed.send_robust(
+            sender=None, delegation_id=delegation.pk, action="delegation.created"
+        )
+    told = [(pk, context["delegation"].delegate.username) for _, pk, context in calls]
+    assert told == [(theirs.pk, "bob")], "not the four-eyes question bob started; carol may not"
+    assert bobs_own_request.pk not in {pk for _, pk, _ in calls}
+    assert "carol" not in {name for _, name in told}
+    # A retry after the delegate lost the right to answer tells nothing either.
+    retry = notifications.deliver(
+        "delegated",
+        [],
+        {"delegation_id": to_bob.pk},
+        [[bobs_own_request.pk, RECORDER, {}]],
+        attempt=2,
+    )
+    assert retry == [] and len(calls) == 1
 
 
 @override_settings(HITL={"NOTIFIERS": [RECORDER]})

@@ -7,10 +7,11 @@ backends in one session (STORE_DATABASES lists the aliases they run on).
 """
 
 import os
-from datetime import timedelta
 from importlib.util import find_spec
 
 import dj_database_url
+
+from workflows.schedule import beat_schedule
 
 SECRET_KEY = "django-insecure-tests-only-0123456789abcdefghijklmnopqrstuvwxyz"
 DEBUG = False
@@ -140,34 +141,8 @@ CELERY_WORKER_LOG_FORMAT = (
 )
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
-CELERY_BEAT_SCHEDULE = {
-    "hitl-recover-stalled": {
-        "task": "workflows.tasks.recover_stalled",
-        "schedule": timedelta(seconds=3),
-    },
-    "hitl-expire-interrupts": {
-        "task": "workflows.tasks.expire_overdue_interrupts",
-        "schedule": timedelta(seconds=30),
-    },
-    # Escalation ladders (DESIGN 4.3): a step applies at most one period after it is due.
-    "hitl-escalate-interrupts": {
-        "task": "workflows.tasks.escalate_interrupts",
-        "schedule": timedelta(seconds=30),
-    },
-    # Delegations made to start later are announced to the delegate when they start.
-    "hitl-announce-delegations": {
-        "task": "workflows.tasks.announce_delegations",
-        "schedule": timedelta(seconds=30),
-    },
-    "hitl-purge-idempotency-keys": {
-        "task": "workflows.tasks.purge_idempotency_keys",
-        "schedule": timedelta(hours=1),
-    },
-    "hitl-audit-checkpoint": {
-        "task": "workflows.tasks.write_audit_checkpoint",
-        "schedule": timedelta(hours=1),
-    },
-}
+# Every periodic job of the app at its period (workflows/schedule.py says which and why).
+CELERY_BEAT_SCHEDULE = beat_schedule()
 
 # --- HITL -------------------------------------------------------------------------------------
 

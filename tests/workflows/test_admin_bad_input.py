@@ -5,10 +5,15 @@ the date hierarchy cannot bound) gets Django's invalid-lookup page (a redirect t
 deeper than the parser goes is a form error."""
 
 import re
+from urllib.parse import quote
 
 import pytest
+from django.contrib import admin
+from django.db.models import DateTimeField
 from django.test import Client
+from django.urls import reverse
 
+from approvals.models import Passkey
 from tests.approvals.conftest import INBOX, decision_url
 from tests.asking import ask
 from tests.factories import StaffFactory
@@ -46,6 +51,48 @@ def invalid_lookup(response, url: str) -> bool:
 def test_a_date_the_hierarchy_cannot_bound_is_an_invalid_lookup(admin_client, url, query):
     assert invalid_lookup(admin_client.get(f"{url}?{query}"), url)
     assert admin_client.get(f"{url}?created_at__year=9998").status_code == 200
+
+
+def changelist_date_fields() -> list[tuple[str, str]]:
+    """(changelist URL, date-time field) of every list of this project's admin (but the
+    passkeys' page, which is one of its own and reads no query string)."""
+    return [
+        (reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"), f.name)
+        for model in admin.site._registry
+        if model._meta.app_label in ("workflows", "approvals") and model is not Passkey
+        for f in model._meta.get_fields()
+        if isinstance(f, DateTimeField)
+    ]
+
+
+REFUSED_DATE_TIMES = [
+    ("gte", "2026-01-01T00:00:00+16:00"),
+    ("lt", "2026-01-01T00:00:00-23:59"),
+    ("", "2026-01-01 00:00:00+16:30"),
+    ("in", "2026-01-01T00:00:00Z,2026-01-02T00:00:00+20:00"),
+    ("lte", "not a date"),
+]
+
+
+@pytest.mark.parametrize(
+    ("url", "field", "lookup", "value"),
+    [
+        (url, field, *REFUSED_DATE_TIMES[index % len(REFUSED_DATE_TIMES)])
+        for index, (url, field) in enumerate(changelist_date_fields())
+    ],
+)
+def test_a_date_time_postgresql_refuses_is_an_invalid_lookup_that_says_why(
+    admin_client, url, field, lookup, value
+):
+    query = f"{field}__{lookup}" if lookup else field
+    response = admin_client.get(f"{url}?{query}={quote(value)}")
+    assert invalid_lookup(response, url)
+    shown = admin_client.get(response["Location"]).content.decode().lower()
+    assert f"{query}: " in shown and ("utc offset" in shown or "not an iso 8601" in shown)
+    assert (
+        admin_client.get(f"{url}?{field}__gte={quote('2026-01-01T00:00:00+14:00')}").status_code
+        == 200
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from workflows import heartbeat, services
 from workflows.engine import RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.log import ContextFilter, log_context, node_logger
+from workflows.management.commands.hitl_periodic import Command
 from workflows.models import Heartbeat, Interrupt, Invocation
 from workflows.registry import registry
 
@@ -249,7 +250,7 @@ def test_hitl_periodic_once_expires_overdue_questions_and_records_its_heartbeat(
 
 def test_hitl_periodic_loops_until_stopped(monkeypatch):
     rounds = []
-    monkeypatch.setattr(services, "recover_stalled", lambda: rounds.append(1) or 0)
+    monkeypatch.setattr(Command, "run_jobs", lambda self, name: rounds.append(name))
 
     def sleep(seconds):
         assert seconds == 0.5

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 
 from .. import webhooks
 from ..models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from .base import ReadOnlyAdmin
+from .base import GuardedAdmin, ReadOnlyAdmin
 
 
 class WebhookEndpointForm(forms.ModelForm):
@@ -46,7 +46,7 @@ class WebhookEndpointForm(forms.ModelForm):
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(GuardedAdmin):
     form = WebhookEndpointForm
     list_display = ["url", "description", "events", "is_active", "created_at"]
     list_filter = ["is_active"]

@@ -18,13 +18,14 @@ from rest_framework.response import Response
 from .. import services
 from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
+from ..people.out_of_office import delegation_key
 from ..policy import delegation_policy
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
+from .serializers import DateTimeInput
 from .views import ApiViewMixin, ObjectLookupMixin
 
 # The largest id a BigAutoField holds: a larger one names no delegation.
-LARGEST_ID = 2**63 - 1
 
 
 def _username_field() -> serializers.SlugRelatedField[Any]:
@@ -78,8 +79,8 @@ class DelegationRequestSerializer(serializers.Serializer):
         required=False, help_text="Whose work (default: yours; anyone's needs add_delegation)."
     )
     delegate = UserByName(help_text="Who stands in.")
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = DateTimeInput()
+    ends_at = DateTimeInput()
     workflows = serializers.ListField(
         child=serializers.CharField(max_length=200),
         required=False,
@@ -117,9 +118,7 @@ class DelegationViewSet(
         return delegation_policy().visible(self.request.user, queryset)
 
     def get_object(self) -> Any:
-        lookup = self.kwargs[self.lookup_field]
-        if not (lookup.isascii() and lookup.isdigit() and int(lookup) <= LARGEST_ID):
-            raise UnknownDelegationError(lookup)
+        delegation_key(self.kwargs[self.lookup_field])  # UnknownDelegationError: a 404
         return super().get_object()
 
     @extend_schema(

@@ -1,24 +1,23 @@
 """django-filter filter sets of the API lists.
 
 Each parameter is checked before it reaches a query: a malformed one, or an id past 64
-bits (which SQLite refuses to bind), is a 400 naming the parameter; a date and time is
-brought within what the database can compare."""
+bits (which SQLite refuses to bind), or a date and time with a UTC offset PostgreSQL
+refuses, is a 400 naming the parameter."""
 
 import datetime
 from typing import Any
 
 from django import forms
-from django.utils import timezone
+from django.core.exceptions import ValidationError
 from django_filters import rest_framework as filters
 from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 
+from ..datetimes import read_datetime
 from ..models import PRIORITY_CHOICES, Interrupt, Invocation
 from ..people.inbox import VIEWS
 
 ID_RANGE = {"min_value": -(2**63), "max_value": 2**63 - 1}
-EARLIEST = datetime.datetime.min.replace(tzinfo=datetime.UTC)
-LATEST = datetime.datetime.max.replace(tzinfo=datetime.UTC)
 
 
 @extend_schema_field(
@@ -33,26 +32,25 @@ class UserIdFilter(filters.NumberFilter):
         super().__init__(*args, **{**ID_RANGE, **kwargs})
 
 
-class StorableDateTimeField(IsoDateTimeField):
-    """An ISO 8601 date and time. One whose UTC equivalent falls outside the years 1 to
-    9999 ("0001-01-01T00:00+14:00" is in the year 0 in UTC), which no database can
-    compare, stands for the earliest or latest instant one can: no row is earlier or
-    later, so the list is the same."""
+class DateTimeInputField(IsoDateTimeField):
+    """An ISO 8601 date and time, read as every door reads one (workflows.datetimes): in
+    UTC, and a 400 naming the parameter for an offset past ±15:59, which PostgreSQL
+    refuses."""
 
     def to_python(self, value: Any) -> datetime.datetime | None:
-        result = super().to_python(value)
-        if result is not None and timezone.is_aware(result):
-            try:
-                result.astimezone(datetime.UTC)
-            except OverflowError:
-                return EARLIEST if result.year == 1 else LATEST
-        return result
+        if value in self.empty_values:
+            return None
+        try:
+            return read_datetime(str(value))
+        except ValueError as exc:
+            # As a parameter: django-filter %-formats the message, and the text may hold a %.
+            raise ValidationError("%(problem)s", code="invalid", params={"problem": exc}) from None
 
 
 class CreatedFilter(filters.IsoDateTimeFilter):
     """`created_after` / `created_before`: an ISO 8601 date and time, inclusive."""
 
-    field_class = StorableDateTimeField
+    field_class = DateTimeInputField
 
     def __init__(self, lookup_expr: str, label: str) -> None:
         super().__init__(field_name="created_at", lookup_expr=lookup_expr, label=label)

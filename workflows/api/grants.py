@@ -20,7 +20,7 @@ from ..engine.status import GrantScope
 from ..gate_models import Grant
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
-from .serializers import AnyJSON
+from .serializers import AnyJSON, DateTimeInput
 from .views import ApiViewMixin, ObjectLookupMixin
 
 
@@ -75,7 +75,7 @@ class GrantRequestSerializer(serializers.Serializer):
     )
     pins = AnyJSON(required=False, allow_null=True, help_text="A JSON Schema the args satisfy.")
     ttl_seconds = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = DateTimeInput(required=False, allow_null=True)
     uses_left = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
 

@@ -3,16 +3,33 @@ check the shape of a request, and services check the rest (schemas, statuses).""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..datetimes import read_datetime
 from ..models import Decision, Interrupt, Invocation, NodeRun, SessionEvent
 
 # Any JSON value, documented as such (the default JSONField schema says nothing).
 AnyJSON = extend_schema_field(OpenApiTypes.ANY)(serializers.JSONField)
+
+
+class DateTimeInput(serializers.DateTimeField):
+    """A date and time a client sends, read as every door reads one (workflows.datetimes):
+    in UTC; a 400 naming the field for an offset past ±15:59."""
+
+    def to_internal_value(self, value: Any) -> datetime.datetime:
+        if isinstance(value, datetime.datetime):
+            return super().to_internal_value(value)
+        if not isinstance(value, str):
+            self.fail("invalid", format="ISO 8601")
+        try:
+            return read_datetime(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc), code="invalid") from None
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -35,7 +35,7 @@ from ..engine.status import InterruptStatus
 from ..expressions import HasAnyElement
 from ..models import Delegation, Interrupt, NotificationAttempt
 from ..people_models import NOTIFY_EVENTS
-from ..policy import assignee_names
+from ..policy import answer_policy, assignee_names
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,9 @@ def connect() -> None:
 
 def delegated_questions(delegation: Delegation) -> list[str]:
     """The pending questions of an active delegation's delegator that it hands over: those
-    assigned to the delegator, directly or by group, in its workflows (all when empty)."""
+    assigned to the delegator, directly or by group, in its workflows (all when empty),
+    that the answer policy lets the delegate answer (not, say, a four-eyes question of an
+    invocation the delegate started: its text is not theirs to read)."""
     now = timezone.now()
     if delegation.ended_at is not None or not delegation.starts_at <= now < delegation.ends_at:
         return []
@@ -175,7 +177,8 @@ def delegated_questions(delegation: Delegation) -> list[str]:
     )
     if delegation.workflows:
         pending = pending.filter(workflow_name__in=delegation.workflows)
-    return list(pending.order_by("created_at").values_list("pk", flat=True))
+    answerable = answer_policy().answerable(delegation.delegate, pending)
+    return list(answerable.order_by("created_at").values_list("pk", flat=True))
 
 
 def deliver(
@@ -200,8 +203,9 @@ def deliver(
         arguments["delegation"] = found = delegation.first()
         if found is None:
             return []
-        if retrying is None:
-            interrupt_ids = delegated_questions(found)
+        interrupt_ids = delegated_questions(found)
+        if retrying is not None:  # only those the delegate may still answer
+            retrying = [call for call in retrying if call[0] in interrupt_ids]
     calls: list[tuple[str, str, dict[str, Any]]] = (
         [(pk, path, extra) for pk, path, extra in retrying]
         if retrying is not None

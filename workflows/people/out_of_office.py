@@ -34,7 +34,15 @@ from ..registry import registry
 from ..signals import DELEGATION_STARTED, delegation_changed
 from ..transactions import write_transaction
 
-__all__ = ["announce_delegations", "checked_delegation", "delegate", "end_delegation"]
+__all__ = [
+    "announce_delegations",
+    "checked_delegation",
+    "delegate",
+    "delegation_key",
+    "end_delegation",
+]
+
+LARGEST_ID = 2**63 - 1  # of a 64-bit id column
 
 # Delegations announced per sweep (the earliest started first); the rest wait for the next.
 ANNOUNCE_BATCH = 500
@@ -189,6 +197,16 @@ def delegate(
     return delegation
 
 
+def delegation_key(value: Any) -> int:
+    """`value` (an int, or its text from a URL or a form) as a delegation's id;
+    UnknownDelegationError for what no row can have: not a decimal number, or past 64 bits
+    (which the database would refuse with an error rather than find nothing)."""
+    text = str(value)
+    if not (text.isascii() and text.isdigit() and int(text) <= LARGEST_ID):
+        raise UnknownDelegationError(value)
+    return int(text)
+
+
 @write_transaction
 def end_delegation(delegation: Delegation | Any, *, actor: Any) -> Delegation:
     """End `delegation` (a Delegation or its id) now: its delegate stops standing in.
@@ -197,7 +215,7 @@ def end_delegation(delegation: Delegation | Any, *, actor: Any) -> Delegation:
     for an unknown id. Ending one that is over already changes nothing; otherwise audited
     (`delegation.ended`) in the same transaction, signal `delegation_changed` after
     commit."""
-    delegation_id: Any = getattr(delegation, "pk", delegation)
+    delegation_id = delegation_key(getattr(delegation, "pk", delegation))
     locked = (
         Delegation.objects.select_for_update(of=("self",))
         .select_related("delegator", "delegate")

@@ -12,12 +12,12 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from workflows.audit import documents
 from workflows.audit.canonical import canonical_json
 from workflows.audit.signing import public_key_pem
 from workflows.audit.verify import check_checkpoint, verify
+from workflows.datetimes import read_datetime
 from workflows.models import AuditEntry
 
 SHOWN_PROBLEMS = 20
@@ -25,12 +25,9 @@ SHOWN_PROBLEMS = 20
 
 def _since(value: str) -> datetime:
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise CommandError(
-            f"--since {value!r} is not an ISO 8601 date-time (e.g. 2025-01-31T09:00:00Z)"
-        ) from None
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+        return read_datetime(value)
+    except ValueError as exc:
+        raise CommandError(f"--since: {exc}") from None
 
 
 class Command(BaseCommand):
