@@ -13,8 +13,10 @@ The rules, in the order they are asked (the first that fails is the refusal):
 2. how: a question with `quorum > 1` takes decisions only (`decision_required`);
 3. one vote per person, whichever hat they wear (`already_decided`);
 4. a decision needs a pending question and an answer its schema and quorum accept;
-5. a gate's grant request: one that can be kept (`grants.check_grant_answer`), and
-   remembering an approval `always` needs `workflows.add_grant`;
+5. a gate's action and grant request: an answer that names the action it approves (its
+   fingerprint) answers only a gate asking about that action, a grant asked for can be
+   kept (`grants.check_grant_answer`), and remembering `always` needs
+   `workflows.add_grant`;
 6. `require_signature`: a person's answer carries a valid assertion of their passkey over
    the decision's challenge (`signature_required`, `invalid_signature`; both 403). A direct
    answer cannot carry one: a person answers a signed question by a decision.
@@ -39,7 +41,7 @@ from .engine.errors import AlreadyDecidedError, DecisionRequiredError, ResponseV
 from .engine.events import approval_vote
 from .engine.quorum import vote_problem
 from .engine.schema import validate_response
-from .grants import check_grant_answer, require_granter
+from .grants import check_fingerprint, check_grant_answer, require_granter
 from .models import Decision, Interrupt
 from .policy import answer_policy, voting_for
 
@@ -63,6 +65,7 @@ def check_answer(
     decisions: Sequence[Decision] | None = None,
     comment: str = "",
     assertion: Any = None,
+    fingerprint: str | None = None,
 ) -> Admission:
     """Apply every rule `interrupt` carries to `actor`'s answer `response`; raise the
     first refusal (PermissionDenied or its subclass passkeys.SignatureRefused, or a named
@@ -71,8 +74,12 @@ def check_answer(
     `decisions`: for a decision, those recorded on the question so far; None for a direct
     answer (submit_function_responses), which the system (`actor` None) may give.
     `response`: the answer as it will be stored (unwrapped and size-checked).
-    `comment` and `assertion`: a decision's, which the signature covers."""
+    `comment` and `assertion`: a decision's, which the signature covers.
+    `fingerprint`: the gate's action the answer was given for (the envelope's
+    `action_fingerprint`), when the door carries it: refused if the question asks about
+    another action."""
     direct = decisions is None
+    check_fingerprint(interrupt.pk, interrupt.payload, fingerprint)
     if direct and actor is None:
         check_grant_answer(interrupt.pk, response)
         return Admission(response)

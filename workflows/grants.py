@@ -5,6 +5,7 @@ services; the rule (who may) is `policy.GranterPolicy`, asked by every one of th
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from .audit import trail
+from .audit.canonical import canonical_json
 from .conf import hitl_settings
 from .engine.errors import InvalidGrantError, ResponseValidationError, UnknownGrantError
 from .engine.gates import Gate, gates_of
@@ -65,6 +67,30 @@ def grant_request_problem(request: dict[str, Any]) -> tuple[str, str] | None:
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
             return field, f"must be a whole number from 1 to {most}"
     return None
+
+
+def action_fingerprint(payload: Any) -> str | None:
+    """SHA-256 of the canonical `{node, args}` a gate's question asks about (its payload);
+    None for a payload that is not a gate's. An approval given for one fingerprint is
+    refused for another (`check_fingerprint`)."""
+    if not isinstance(payload, dict) or "node" not in payload:
+        return None
+    action = {"node": payload["node"], "args": payload.get("args")}
+    return hashlib.sha256(canonical_json(action)).hexdigest()
+
+
+def check_fingerprint(interrupt_id: str, payload: Any, fingerprint: str | None) -> None:
+    """An answer that names the action it approves (`fingerprint`, from the question's
+    envelope) answers only a gate asking about that action: ResponseValidationError
+    naming `action_fingerprint` otherwise, before anything is stored."""
+    if fingerprint is None:
+        return
+    if not is_gate_question(interrupt_id) or fingerprint != action_fingerprint(payload):
+        raise ResponseValidationError(
+            interrupt_id,
+            "action_fingerprint",
+            "does not match the action this question asks about: read the question again",
+        )
 
 
 def check_grant_answer(interrupt_id: str, response: Any) -> None:

@@ -366,7 +366,13 @@ def _quorum_answer(interrupt: Interrupt, decisions: list[Decision]) -> Any:
 
 @write_transaction
 def decide(
-    interrupt_id: str, response: Any, *, actor: Any, comment: str = "", assertion: Any = None
+    interrupt_id: str,
+    response: Any,
+    *,
+    actor: Any,
+    comment: str = "",
+    assertion: Any = None,
+    action_fingerprint: str | None = None,
 ) -> Decision:
     """Record `actor`'s decision on a pending interrupt; once the quorum is met (or on the
     first rejection of a quorum vote), submit the interrupt's answer in the same
@@ -375,6 +381,11 @@ def decide(
     `assertion`: the WebAuthn assertion (its JSON form) by which `actor`'s passkey signed
     `signing_challenge` of this decision. A question asked with `require_signature` needs
     one; when given, it must verify, and the decision's audit entry keeps it.
+
+    `action_fingerprint`: for a gate's question, the fingerprint of the action the person
+    decided on (`grants.action_fingerprint`, shown in the question's envelope); when given,
+    the question must ask about that action (a channel that showed an earlier proposal is
+    refused rather than approving another one).
 
     A delegate who may answer only through an active delegation decides for its delegator:
     `decision.on_behalf_of` (and the audit entry's) names them. One vote per person
@@ -393,7 +404,13 @@ def decide(
     interrupt = locked_interrupt(interrupt_id)
     decisions = list(interrupt.decisions.select_related("actor"))
     admitted = check_answer(
-        interrupt, actor, value, decisions=decisions, comment=comment, assertion=assertion
+        interrupt,
+        actor,
+        value,
+        decisions=decisions,
+        comment=comment,
+        assertion=assertion,
+        fingerprint=action_fingerprint,
     )
     value = admitted.response
     decision = Decision.objects.create(

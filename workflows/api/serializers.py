@@ -269,6 +269,14 @@ class DecisionRequestSerializer(ChallengeRequestSerializer):
         "(`POST interrupts/{id}/challenge/`): required when the interrupt has "
         "`require_signature`.",
     )
+    action_fingerprint = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="For an approval gate's question: the `action_fingerprint` of the action "
+        "you decided on (SHA-256 of its canonical `{node, args}`); refused if the question "
+        "asks about another action.",
+    )
 
 
 class CredentialDescriptorSerializer(serializers.Serializer):

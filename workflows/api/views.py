@@ -359,6 +359,7 @@ class InterruptViewSet(
             actor=request.user,
             comment=given.validated_data["comment"],
             assertion=given.validated_data["assertion"],
+            action_fingerprint=given.validated_data["action_fingerprint"],
         )
         return Response(DecisionSerializer(decision).data, status=status.HTTP_202_ACCEPTED)
 

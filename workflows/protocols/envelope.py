@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.apps import apps
 
 from workflows.admin.display import decision_url
-from workflows.audit.canonical import canonical_json
 from workflows.conf import hitl_settings
 from workflows.engine import InterruptStatus
 from workflows.engine.questions import is_effect_question, is_gate_question
+from workflows.grants import action_fingerprint
 from workflows.models import Interrupt
 from workflows.policy import answer_policy
 
@@ -33,15 +32,6 @@ def question_kind(interrupt: Interrupt) -> str:
     ):
         return "tool_call"
     return "input"
-
-
-def action_fingerprint(payload: Any) -> str | None:
-    """SHA-256 of the canonical `{node, args}` a gate asks about: an approval is bound to
-    it, so an answer given for other args is refused."""
-    if not isinstance(payload, dict) or "node" not in payload:
-        return None
-    action = {"node": payload["node"], "args": payload.get("args")}
-    return hashlib.sha256(canonical_json(action)).hexdigest()
 
 
 def answerable(interrupt: Interrupt, user: Any) -> bool:
