@@ -76,7 +76,7 @@ def test_a_signed_decision_is_recorded_with_its_assertion_in_the_entry(alice, al
     assert kept["public_key"] == b64url(alices_key.cose_public_key())
     assert kept["rp_id"] == "testserver"
     assert entry.data["response"] == YES
-    check_decision_assertion(exported(entry))  # the entry alone shows it signed
+    check_decision_assertion(exported(entry), alices_key.cose_public_key())
     passkey = PasskeyCredential.objects.get()
     assert passkey.sign_count == 1
     assert passkey.last_used_at is not None
