@@ -42,7 +42,8 @@ def tamper(sql: str, params: list[Any] | None = None) -> int:
             cursor.execute("ALTER TABLE " + APPEND_ONLY.format("DISABLE"))
         cursor.execute(sql, params or [])
         changed = cursor.rowcount
-        if postgres:
+        if postgres:  # (foreign keys checked now: no ALTER with trigger events pending)
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("ALTER TABLE " + APPEND_ONLY.format("ENABLE ALWAYS"))
         return changed
 

@@ -16,7 +16,7 @@ from workflows.models import AuditEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REFUSED = "Cannot update or delete rows"
+REFUSED = "audit entries are append-only"
 
 
 @pytest.fixture
@@ -62,3 +62,32 @@ def test_truncate_gets_past_the_trigger_and_verify_finds_it(entry, signing_key, 
         with pytest.raises(CommandError) as raised:
             call_command("hitl_audit", "verify", *args, stdout=io.StringIO(), stderr=io.StringIO())
         assert entry.entry_hash in str(raised.value)
+
+
+def test_no_session_setting_switches_the_trigger_off(entry):
+    """pgtrigger's triggers obey `SET pgtrigger.ignore`; this one reads no setting, and
+    `session_replication_role = replica` (which skips ordinary triggers) does not skip it.
+    Tried as an application role that holds UPDATE and DELETE on the table."""
+    table = AuditEntry._meta.db_table
+    ignore = f"{table}:pgtrigger_audit_append_only_21aea"
+
+    def as_the_application(*settings: str, statement: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE ROLE hitl_audit_test_app")  # undone with the transaction
+            cursor.execute(f"GRANT SELECT, UPDATE, DELETE ON {table} TO hitl_audit_test_app")
+            for setting in settings:
+                cursor.execute(setting)
+            cursor.execute("SET LOCAL ROLE hitl_audit_test_app")
+            cursor.execute(statement, [entry.pk])
+
+    for settings in (
+        [f"SET LOCAL pgtrigger.ignore = '{ignore}'"],
+        [f"SELECT set_config('pgtrigger.ignore', '{ignore}', true)"],
+        ["SET LOCAL session_replication_role = replica", f"SET LOCAL pgtrigger.ignore = '{ignore}'"],
+    ):
+        for statement in (
+            f"UPDATE {table} SET actor_name = 'mallory' WHERE id = %s",
+            f"DELETE FROM {table} WHERE id = %s",
+        ):
+            refused(lambda: as_the_application(*settings, statement=statement))
+    assert AuditEntry.objects.get(pk=entry.pk).actor_name == ""
