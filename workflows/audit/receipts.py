@@ -58,7 +58,8 @@ def _refuse_constant(name: str) -> Any:
 
 
 # The ways of writing JSON text a receipt is accepted in: its canonical form (RFC 8785,
-# or the legacy one), and what Python's json.dumps writes (compact or not, indented or not, escaping non-ASCII or not).
+# or the legacy one), and what Python's json.dumps writes (compact or not, indented or
+# not, escaping non-ASCII or not).
 TEXT_FORMS: list[dict[str, Any]] = [
     {"sort_keys": True, "separators": (",", ":"), "ensure_ascii": False},
     *(

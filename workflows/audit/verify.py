@@ -6,7 +6,8 @@ its prev_hash (else one was deleted, inserted or moved), still match its questio
 (subject_hash), and each chain must end at the head its invocation row (or the one row of
 AuditChainHead) holds. Against a checkpoint, every head it lists must still stand at the
 same position of its chain: what shows the newest entries deleted, even with the heads
-rewritten or the table truncated.
+rewritten or the table truncated. Then the rows people see must say what the entries
+recorded (workflows.audit.rows).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..models import AuditChainHead, AuditEntry, Interrupt, Invocation
 from .canonical import GENESIS, entry_hash, entry_text, sha256_hex, subject_hash
 from .documents import CHECKPOINT_FORMAT
 from .entries import entry_content, question_subject
+from .rows import RowProblem, check_rows
 from .signing import InvalidDocument, check_signature, load_public_key
 
 BATCH = 2000
@@ -47,7 +49,7 @@ class Problem:
 class Report:
     chains: int = 0
     entries: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem | RowProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -237,4 +239,6 @@ def verify(invocation: Any = None, checkpoint: Mapping[str, Any] | None = None) 
     scope = set(heads) | set(walk.wanted)
     if chain_id is not None:
         scope = {chain_id}
-    return walk.finish(scope)
+    report = walk.finish(scope)
+    report.problems.extend(check_rows(chain_id))
+    return report
