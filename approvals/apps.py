@@ -8,3 +8,4 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 (registers the system checks)
+        from . import passkeys  # noqa: F401 (notes each session's login time)
