@@ -323,11 +323,9 @@ class PasskeyCredential(models.Model):
 
 
 class AuditEntry(models.Model):
-    """One action on a question or an invocation, appended in the transaction of the change
-    and hash-chained: one chain per invocation, one for actions outside any. Written only
-    by workflows.audit.trail.record; never updated or deleted (on PostgreSQL a trigger of
-    migration 0014 refuses both, whatever the session sets). What `entry_hash` covers is
-    documented in docs/audit.md."""
+    """One action on a question or an invocation, appended in the change's transaction and
+    hash-chained (docs/audit.md). Written only by workflows.audit.trail.record; never
+    updated or deleted (on PostgreSQL a trigger refuses both, whatever the session sets)."""
 
     # PROTECT: deleting an invocation, or a user, must not delete (or rewrite) its trail.
     invocation = models.ForeignKey(
@@ -363,8 +361,7 @@ class AuditEntry(models.Model):
     prev_hash = models.CharField(max_length=64)
     entry_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(db_index=True)
-    # The RFC 8785 text entry_hash was computed over, kept as it was hashed ("" for the
-    # entries made before it was kept: they verify by the legacy form, docs/audit.md).
+    # The RFC 8785 text entry_hash covers ("": an entry from before, see docs/audit.md).
     canonical_text = models.TextField(blank=True, default="", editable=False)
 
     class Meta:

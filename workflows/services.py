@@ -463,7 +463,8 @@ def decide(
 def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> bytes:
     """The challenge `actor`'s passkey signs to decide `response` with `comment` on a
     pending interrupt, checked as `decide` checks it (who may answer, the schema); only
-    its server nonce is stored (single-use, expiring). See workflows.audit.assertions for how it is derived."""
+    its server nonce is stored (single-use, expiring). See workflows.audit.assertions for
+    how it is derived."""
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()

@@ -39,7 +39,9 @@ ANSWER = {
 
 @pytest.fixture
 def answered(signing_key):
-    interrupt = ask(message="Refund?", payload={"limit": 1e16, "rate": 2.50}, response_schema=ANY_OBJECT)
+    interrupt = ask(
+        message="Refund?", payload={"limit": 1e16, "rate": 2.50}, response_schema=ANY_OBJECT
+    )
     ada = ApproverFactory(username="ada")
     services.decide(interrupt.pk, ANSWER, actor=ada, comment="-0.0 is fine")
     return interrupt
@@ -55,9 +57,9 @@ def test_an_untouched_trail_with_rewritten_numbers_verifies(answered):
     assert verify().ok, verify().problems
     assert verify_output().startswith("OK")
     for entry in AuditEntry.objects.all():
-        assert entry.canonical_text == canonical_json(
-            {**json.loads(entry.canonical_text)}
-        ).decode("utf-8")
+        assert entry.canonical_text == canonical_json({**json.loads(entry.canonical_text)}).decode(
+            "utf-8"
+        )
         assert entry_hash(json.loads(entry.canonical_text)) == entry.entry_hash
 
 

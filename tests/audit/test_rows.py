@@ -103,14 +103,12 @@ EDITS = {
     "question's answerer": lambda t: Interrupt.objects.filter(pk=t["answered"].pk).update(
         resolved_by=t["boss"]
     ),
-    "cancelled question reopened": lambda t: Interrupt.objects.filter(
-        pk=t["cancelled"].pk
-    ).update(status=InterruptStatus.PENDING, resolved_by=None),
+    "cancelled question reopened": lambda t: Interrupt.objects.filter(pk=t["cancelled"].pk).update(
+        status=InterruptStatus.PENDING, resolved_by=None
+    ),
     "grant's pins widened": lambda t: Grant.objects.filter(pk=t["counted"].pk).update(pins=None),
     "grant's uses": lambda t: Grant.objects.filter(pk=t["counted"].pk).update(uses_left=500),
-    "grant's expiry": lambda t: Grant.objects.filter(pk=t["counted"].pk).update(
-        expires_at=later()
-    ),
+    "grant's expiry": lambda t: Grant.objects.filter(pk=t["counted"].pk).update(expires_at=later()),
     "grant's scope": lambda t: Grant.objects.filter(pk=t["counted"].pk).update(
         scope="session", scope_id="s-1"
     ),

@@ -8,7 +8,6 @@ from rest_framework.test import APIClient
 from tests.api.conftest import error_of, snapshot, user_with
 from tests.asking import ask
 from tests.passkeys.conftest import enrol, last_issued, signature
-from workflows import passkeys
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.models import AuditEntry, Decision
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import cbor2
 import cryptography
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,7 @@ from workflows.audit.assertions import (
     decision_challenge,
     from_b64url,
 )
-from workflows.audit.canonical import canonical_json, entry_hash
+from workflows.audit.canonical import canonical_json, entry_hash, subject_hash
 from workflows.audit.receipts import check_receipt
 from workflows.audit.signing import InvalidDocument, public_key_pem, sign
 from workflows.models import AuditEntry
@@ -103,9 +104,11 @@ def forged_receipt(victim_key: bytes, interrupt_id: str = "q-ceo") -> dict:
     project's signing key nor the ceo's passkey: their own passkey signs the decision,
     their own Ed25519 key signs the receipt, every hash is right."""
     mallory = SoftAuthenticator()
-    subject = {"message": "Pay 1,000,000 EUR to Mallory Ltd?", "payload": {}, "response_schema": None}
-    from workflows.audit.canonical import subject_hash
-
+    subject = {
+        "message": "Pay 1,000,000 EUR to Mallory Ltd?",
+        "payload": {},
+        "response_schema": None,
+    }
     bound = subject_hash(**subject)
     response, nonce = {"approved": True}, "n"
     made = mallory.get(decision_challenge(interrupt_id, bound, response, "", nonce))
@@ -135,8 +138,6 @@ def forged_receipt(victim_key: bytes, interrupt_id: str = "q-ceo") -> dict:
         "subject": subject,
         "issued_at": "2026-01-31T09:31:00.000000Z",
     }
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     return sign(document, Ed25519PrivateKey.generate())
 
 

@@ -10,7 +10,7 @@ from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import USER_VERIFIED, SoftAuthenticator
 from tests.passkeys.conftest import enrol, last_issued, signature
-from workflows import passkeys, services
+from workflows import services
 from workflows.audit.assertions import ASSERTION_FIELDS, b64url, check_decision_assertion
 from workflows.audit.documents import exported
 from workflows.engine import RequestInput

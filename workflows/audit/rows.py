@@ -199,7 +199,7 @@ def _invocations(recorded: _Recorded, rows: Iterable[Invocation]) -> Iterator[Ro
             if invocation.audit_head:  # (one from before the trail has no entry at all)
                 yield RowProblem(name, "no invocation.started entry records it")
             continue
-        pairs = [
+        pairs: list[tuple[str, Any, Any]] = [
             ("workflow", invocation.workflow_name, started.data.get("workflow")),
             ("version", invocation.workflow_version, started.data.get("version")),
         ]
@@ -213,7 +213,9 @@ def _invocations(recorded: _Recorded, rows: Iterable[Invocation]) -> Iterator[Ro
         if cancelled != (invocation.status == NodeStatus.CANCELLED):
             said = f"entry {control.id} ({control.action})" if control else "no entry cancels it"
             yield RowProblem(
-                name, f"its status is {invocation.status!r}, but {said}", control and control.id
+                name,
+                f"its status is {invocation.status!r}, but {said}",
+                control.id if control else None,
             )
 
 
@@ -232,7 +234,7 @@ def _grants(recorded: _Recorded, rows: Iterable[Grant]) -> Iterator[RowProblem]:
             yield RowProblem(name, "no grant.created entry records it")
             continue
         data = entry.data
-        pairs = [
+        pairs: list[tuple[str, Any, Any]] = [
             ("workflow", grant.workflow_name, data.get("workflow")),
             ("node", grant.node_name, data.get("node")),
             ("scope", grant.scope, data.get("scope")),
@@ -257,7 +259,7 @@ def _grants(recorded: _Recorded, rows: Iterable[Grant]) -> Iterator[RowProblem]:
         if (grant.revoked_at is None) != (revoked is None):
             said = f"entry {revoked.id} revoked it" if revoked else "no entry revokes it"
             shown = "not revoked" if grant.revoked_at is None else "revoked"
-            yield RowProblem(name, f"it shows {shown}, but {said}", revoked and revoked.id)
+            yield RowProblem(name, f"it shows {shown}, but {said}", revoked.id if revoked else None)
         elif revoked is not None and grant.revoked_by_id is not None:
             yield from _differences(
                 name, revoked, [("revoker", grant.revoked_by_id, revoked.actor_id)]
@@ -288,7 +290,9 @@ def _delegations(recorded: _Recorded, rows: Iterable[Delegation]) -> Iterator[Ro
         if delegation.ended_at != ended_at:
             said = f"entry {ended.id} recorded {ended_at}" if ended else "no entry ends it"
             yield RowProblem(
-                name, f"it shows ended at {delegation.ended_at}, but {said}", ended and ended.id
+                name,
+                f"it shows ended at {delegation.ended_at}, but {said}",
+                ended.id if ended else None,
             )
 
 
