@@ -21,7 +21,7 @@ from workflows.audit.canonical import canonical_json, entry_hash, legacy_canonic
 from workflows.audit.entries import entry_content
 from workflows.audit.signing import public_key_pem
 from workflows.audit.verify import verify
-from workflows.models import AuditEntry
+from workflows.models import AuditEntry, Invocation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -103,10 +103,7 @@ def test_an_entry_made_before_the_text_was_kept_verifies_by_the_legacy_form(sign
         f"UPDATE {table} SET canonical_text = '', entry_hash = %s WHERE id = %s",
         [legacy_hash, entry.pk],
     )
-    tamper(
-        f"UPDATE {interrupt.invocation._meta.db_table} SET audit_head = %s WHERE id = %s",
-        [legacy_hash, str(interrupt.invocation_id)],
-    )
+    Invocation.objects.filter(pk=interrupt.invocation_id).update(audit_head=legacy_hash)
     assert verify().ok, verify().problems
     document = receipt(AuditEntry.objects.get(pk=entry.pk))
     assert document["format"] == "hitl-audit-receipt/1"
@@ -154,3 +151,17 @@ def test_a_javascript_verifier_computes_the_same_bytes(answered, signing_key):
         check=True,
     )
     assert json.loads(result.stdout) == [True, True, True]
+
+
+def test_an_entry_without_text_after_one_with_text_is_reported(answered):
+    last = AuditEntry.objects.filter(invocation=answered.invocation_id).order_by("id").last()
+    content = entry_content(last)
+    legacy_hash = entry_hash(content, legacy=True)
+    tamper(
+        f"UPDATE {AuditEntry._meta.db_table} SET canonical_text = '', entry_hash = %s "
+        "WHERE id = %s",
+        [legacy_hash, last.pk],
+    )
+    Invocation.objects.filter(pk=answered.invocation_id).update(audit_head=legacy_hash)
+    reasons = [p.reason for p in verify().problems if p.entry_id == last.pk]
+    assert any("no canonical text, after entries that have one" in r for r in reasons)

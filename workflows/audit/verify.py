@@ -27,6 +27,10 @@ from .rows import RowProblem, check_rows
 from .signing import InvalidDocument, check_signature, load_public_key
 
 BATCH = 2000
+LEGACY_AFTER_TEXT = (
+    "has no canonical text, after entries that have one: the app no longer writes such "
+    "entries (one was inserted)"
+)
 CHAIN_KEYS = {"invocation", "head", "last_id", "length"}
 
 
@@ -137,12 +141,15 @@ class _Walk:
         self.report.chains += 1
         self.seen.add(chain)
         wanted = self.wanted.get(chain)
-        expected, last, position = GENESIS, None, 0
+        expected, last, position, texts = GENESIS, None, 0, False
         for entry in entries:
             position += 1
             reason = edited(entry)
             if reason:
                 self.flag(entry, chain, reason)
+            elif texts and not entry.canonical_text:
+                self.flag(entry, chain, LEGACY_AFTER_TEXT)
+            texts = texts or bool(entry.canonical_text)
             if entry.prev_hash != expected:
                 before = f"entry {last.id}" if last else "the start of the chain"
                 self.flag(
