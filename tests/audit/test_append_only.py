@@ -4,6 +4,7 @@ verifying against a kept checkpoint finds it."""
 
 import functools
 import io
+import uuid
 
 import pytest
 from django.core.management import call_command
@@ -71,16 +72,29 @@ def test_no_session_setting_switches_the_trigger_off(entry):
     Tried as an application role that holds UPDATE and DELETE on the table."""
     table = AuditEntry._meta.db_table
     ignore = f"{table}:pgtrigger_audit_append_only_21aea"
+    role = f"hitl_audit_test_{uuid.uuid4().hex[:12]}"  # roles are the cluster's: one of its own
 
     def as_the_application(*settings: str, statement: str) -> None:
         with connection.cursor() as cursor:
-            cursor.execute("CREATE ROLE hitl_audit_test_app")  # undone with the transaction
-            cursor.execute(f"GRANT SELECT, UPDATE, DELETE ON {table} TO hitl_audit_test_app")
+            cursor.execute(f"CREATE ROLE {role}")  # undone with the refused transaction
+            cursor.execute(f"GRANT SELECT, UPDATE, DELETE ON {table} TO {role}")
             for setting in settings:
                 cursor.execute(setting)
-            cursor.execute("SET LOCAL ROLE hitl_audit_test_app")
+            cursor.execute(f"SET LOCAL ROLE {role}")
             cursor.execute(statement, [entry.pk])
 
+    try:
+        _each_setting_refused(as_the_application, ignore, table)
+    finally:  # a trigger that gave way would have committed the role: drop it
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
+            if cursor.fetchone():
+                cursor.execute(f"DROP OWNED BY {role}")
+                cursor.execute(f"DROP ROLE {role}")
+    assert AuditEntry.objects.get(pk=entry.pk).actor_name == ""
+
+
+def _each_setting_refused(as_the_application, ignore: str, table: str) -> None:
     for settings in (
         [f"SET LOCAL pgtrigger.ignore = '{ignore}'"],
         [f"SELECT set_config('pgtrigger.ignore', '{ignore}', true)"],
@@ -94,4 +108,3 @@ def test_no_session_setting_switches_the_trigger_off(entry):
             f"DELETE FROM {table} WHERE id = %s",
         ):
             refused(functools.partial(as_the_application, *settings, statement=statement))
-    assert AuditEntry.objects.get(pk=entry.pk).actor_name == ""
