@@ -94,6 +94,7 @@ class _Subjects:
 
     def __init__(self) -> None:
         self.subjects: dict[str, dict[str, Any] | None] = {}
+        self.hashes: dict[tuple[str | None, bool], str] = {}
 
     def load(self, entries: Iterable[AuditEntry]) -> None:
         asked = {e.interrupt_id for e in entries if e.subject_hash and e.interrupt_id}
@@ -112,7 +113,10 @@ class _Subjects:
         subject = self.subjects[entry.interrupt_id] if entry.interrupt_id else None
         if subject is None:
             return f"its question {entry.interrupt_id!r} no longer exists"
-        if subject_hash(**subject, legacy=not entry.canonical_text) != entry.subject_hash:
+        key = (entry.interrupt_id, not entry.canonical_text)
+        if key not in self.hashes:
+            self.hashes[key] = subject_hash(**subject, legacy=key[1])
+        if self.hashes[key] != entry.subject_hash:
             return (
                 f"its question {entry.interrupt_id!r} no longer matches its subject_hash "
                 "(the question's message, payload or schema was changed)"
