@@ -109,6 +109,9 @@ def test_an_entry_made_before_the_text_was_kept_verifies_by_the_legacy_form(sign
     assert document["format"] == "hitl-audit-receipt/1"
     assert verify_receipt(document, signing_key.public_key()) is True
     assert verify_receipt(legacy_canonical_json(document), signing_key.public_key()) is True
+    printed = io.StringIO()
+    call_command("hitl_audit", "receipt", str(entry.pk), stdout=printed)
+    assert verify_receipt(printed.getvalue(), signing_key.public_key()) is True
     tamper(f"UPDATE {table} SET actor_name = 'mallory' WHERE id = %s", [entry.pk])
     assert {p.entry_id for p in verify().problems} == {entry.pk}
 
