@@ -7,11 +7,15 @@ through workflows.passkeys; approvals/static/approvals/passkeys.js drives the br
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.signals import user_logged_in
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.dispatch import receiver
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -21,6 +25,7 @@ from django.views.decorators.http import require_POST
 from workflows import passkeys, services
 from workflows.admin.base import ReadOnlyAdmin
 from workflows.audit.assertions import b64url, from_b64url
+from workflows.conf import hitl_settings
 from workflows.engine.errors import ResponseValidationError, WorkflowError
 
 from . import display
@@ -28,7 +33,16 @@ from .forms import comment_of
 from .models import Passkey
 
 SESSION_CHALLENGE = "approvals.passkey_registration"
+SESSION_LOGIN_AT = "approvals.login_at"
 PASSWORD_REFUSED = "Your password is needed to add a passkey, and this is not it."
+
+
+@receiver(user_logged_in, dispatch_uid="approvals.passkeys.login_time")
+def remember_login_time(sender: Any, request: HttpRequest | None, **kwargs: Any) -> None:
+    """When this session signed in: adding a passkey without a password (an account that
+    signs in elsewhere, SSO) needs a recent login, not a session alone."""
+    if request is not None and hasattr(request, "session"):
+        request.session[SESSION_LOGIN_AT] = time.time()
 
 
 def _error(code: str, detail: str, status: int, **extra: Any) -> JsonResponse:
@@ -90,16 +104,48 @@ def _signed_in(request: HttpRequest) -> AbstractBaseUser:
     return user
 
 
+def _attempts_key(user: AbstractBaseUser) -> str:
+    return f"approvals.passkey_password_attempts.{user.pk}"
+
+
+def _identity_refusal(request: HttpRequest, user: AbstractBaseUser) -> JsonResponse | None:
+    """Why the person adding a passkey has not shown it is them, or None. A session
+    alone must not add a key that signs decisions in its owner's name: their password
+    (HITL["PASSKEY_PASSWORD_ATTEMPTS"] wrong ones in HITL["PASSKEY_RECENT_LOGIN_MINUTES"]
+    minutes, then none until the window passes), or, for an account without one, a login
+    at most that many minutes old."""
+    minutes = hitl_settings.PASSKEY_RECENT_LOGIN_MINUTES
+    if not user.has_usable_password():
+        login_at = request.session.get(SESSION_LOGIN_AT)
+        if isinstance(login_at, int | float) and time.time() - login_at <= minutes * 60:
+            return None
+        detail = f"Sign in again to add a passkey: it needs a login at most {minutes} minutes old."
+        login = reverse("admin:login") + "?next=" + reverse("admin:approvals_passkey_changelist")
+        return _error("login_required", detail, 403, login_url=login)
+    key = _attempts_key(user)
+    if (cache.get(key) or 0) >= hitl_settings.PASSKEY_PASSWORD_ATTEMPTS:
+        detail = f"Too many wrong passwords: try again in {minutes} minutes."
+        return _error("too_many_attempts", detail, 429)
+    password = _json_body(request).get("password")
+    if isinstance(password, str) and user.check_password(password):
+        cache.delete(key)
+        return None
+    cache.add(key, 0, timeout=minutes * 60)  # the window starts at the first wrong one
+    try:
+        cache.incr(key)
+    except ValueError:  # expired between the two calls: this one starts a window
+        cache.set(key, 1, timeout=minutes * 60)
+    return _error("password_required", PASSWORD_REFUSED, 403)
+
+
 @require_POST
 def options_view(request: HttpRequest) -> JsonResponse:
-    """The registration options; the password first (a session alone must not add a
-    key that signs decisions in its owner's name)."""
-    password = _json_body(request).get("password")
+    """The registration options, once the person has shown it is them
+    (_identity_refusal)."""
     user = _signed_in(request)
-    if user.has_usable_password() and not (
-        isinstance(password, str) and user.check_password(password)
-    ):
-        return _error("password_required", PASSWORD_REFUSED, 403)
+    refusal = _identity_refusal(request, user)
+    if refusal is not None:
+        return refusal
     options, challenge = passkeys.registration_options(
         request.user, passkeys.relying_party(request)
     )

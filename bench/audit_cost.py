@@ -177,10 +177,11 @@ def write_trail(entries: int, per_chain: int = 10) -> None:
     from django.db import transaction
     from django.utils import timezone
 
-    from workflows.audit.canonical import GENESIS, entry_hash, subject_hash
+    from workflows.audit.canonical import GENESIS, entry_text, sha256_hex, subject_hash
     from workflows.audit.entries import entry_content
     from workflows.models import AuditEntry, Interrupt, Invocation, Session
 
+    null_hash = sha256_hex(b"null")  # the input_hash of an invocation without input
     chains = entries // per_chain
     for start in range(0, chains, 1000):
         with transaction.atomic():
@@ -211,17 +212,19 @@ def write_trail(entries: int, per_chain: int = 10) -> None:
             for invocation, question in zip(invocations, questions, strict=True):
                 subject = subject_hash(question.message, question.payload, None)
                 head = GENESIS
+                started = {"workflow": WORKFLOW, "version": "1", "input_hash": null_hash}
                 for n in range(per_chain):
                     entry = AuditEntry(
                         invocation_id=invocation.pk,
-                        interrupt_id=question.pk,
-                        action="interrupt.claimed",
-                        data={"n": n},
-                        subject_hash=subject,
+                        interrupt_id=question.pk if n else None,
+                        action="interrupt.claimed" if n else "invocation.started",
+                        data={"n": n} if n else started,
+                        subject_hash=subject if n else "",
                         prev_hash=head,
                         created_at=now,
                     )
-                    entry.entry_hash = head = entry_hash(entry_content(entry))
+                    entry.canonical_text = entry_text(entry_content(entry))
+                    entry.entry_hash = head = sha256_hex(entry.canonical_text.encode())
                     rows.append(entry)
                 invocation.audit_head = head
                 heads.append(invocation)

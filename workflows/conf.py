@@ -99,6 +99,12 @@ DEFAULTS: dict[str, Any] = {
     "WEBAUTHN_RP_ID": "",
     "WEBAUTHN_ORIGIN": "",
     "WEBAUTHN_RP_NAME": "",
+    # Seconds a signing challenge's server nonce stays usable (once) by a decision.
+    "PASSKEY_CHALLENGE_SECONDS": 300,
+    # Adding a passkey: a login at most this many minutes old (else sign in again), and
+    # at most PASSKEY_PASSWORD_ATTEMPTS wrong passwords per person in that many minutes.
+    "PASSKEY_RECENT_LOGIN_MINUTES": 15,
+    "PASSKEY_PASSWORD_ATTEMPTS": 5,
     # The approvals dashboard (docs/people.md, "Dashboard") reads at most this many of the
     # period's decisions, the latest first (the page says so when it stops there).
     "DASHBOARD_MAX_DECISIONS": 50_000,

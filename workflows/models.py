@@ -3,7 +3,6 @@
 import uuid
 from datetime import timedelta
 
-import pgtrigger
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
@@ -326,16 +325,10 @@ class PasskeyCredential(models.Model):
 # --- Audit trail -----------------------------------------------------------------------------
 
 
-# Registered rather than declared in Meta, so the model imports even where pgtrigger is
-# not an installed app (a system check then says it must be, on PostgreSQL).
-@pgtrigger.register(
-    pgtrigger.Protect(name="audit_append_only", operation=pgtrigger.Update | pgtrigger.Delete)
-)
 class AuditEntry(models.Model):
-    """One action on a question or an invocation, appended in the transaction of the change
-    and hash-chained: one chain per invocation, one for actions outside any. Written only
-    by workflows.audit.trail.record; never updated or deleted (on PostgreSQL a trigger
-    refuses both). What `entry_hash` covers is documented in docs/audit.md."""
+    """One action on a question or an invocation, appended in the change's transaction and
+    hash-chained (docs/audit.md). Written only by workflows.audit.trail.record; never
+    updated or deleted (on PostgreSQL a trigger refuses both, whatever the session sets)."""
 
     # PROTECT: deleting an invocation, or a user, must not delete (or rewrite) its trail.
     invocation = models.ForeignKey(
@@ -371,6 +364,8 @@ class AuditEntry(models.Model):
     prev_hash = models.CharField(max_length=64)
     entry_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(db_index=True)
+    # The RFC 8785 text entry_hash covers ("": an entry from before, see docs/audit.md).
+    canonical_text = models.TextField(blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["id"]
@@ -446,6 +441,7 @@ class Heartbeat(models.Model):
 
 # Agent actions (approval gates' grants, effects) have a module of their own.
 from .gate_models import Effect, Grant, GrantUse  # noqa: E402, F401
+from .passkey_models import PasskeyChallenge  # noqa: E402, F401
 from .people_models import Delegation, NotificationAttempt  # noqa: E402, F401
 from .protocol_models import McpRequestState  # noqa: E402, F401
 from .webhook_models import (  # noqa: E402, F401

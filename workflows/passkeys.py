@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,7 +44,7 @@ from .audit.assertions import EDDSA, ES256, RS256, b64url, decision_challenge
 from .audit.canonical import subject_hash
 from .audit.trail import question_subject
 from .conf import hitl_settings
-from .models import PASSKEY_NAME_LENGTH, Interrupt, PasskeyCredential
+from .models import PASSKEY_NAME_LENGTH, Interrupt, PasskeyChallenge, PasskeyCredential
 
 # What receipts verify offline (workflows.audit.assertions): no passkey of another kind.
 ALGORITHMS = [COSEAlgorithmIdentifier(alg) for alg in (EDDSA, ES256, RS256)]
@@ -164,10 +165,49 @@ def remove(user: Any, passkey_id: int) -> None:
         raise PasskeyError(f"you have no passkey {passkey_id}")
 
 
-def challenge_for(interrupt: Interrupt, response: Any, comment: str) -> bytes:
-    """The challenge a passkey signs to decide `response` with `comment` on `interrupt`."""
+def challenge_for(interrupt: Interrupt, response: Any, comment: str, nonce: str) -> bytes:
+    """The challenge a passkey signs to decide `response` with `comment` on `interrupt`,
+    with the server's `nonce`."""
     subject = subject_hash(**question_subject(interrupt))
-    return decision_challenge(str(interrupt.pk), subject, response, comment)
+    return decision_challenge(str(interrupt.pk), subject, response, comment, nonce)
+
+
+def issue_challenge(user: Any, interrupt: Interrupt, response: Any, comment: str) -> bytes:
+    """A fresh challenge for `user` to sign `response` with `comment` on `interrupt`: its
+    nonce is kept here until a decision uses it, once, within
+    HITL["PASSKEY_CHALLENGE_SECONDS"] (expired ones of `user`'s are cleared)."""
+    now = timezone.now()
+    PasskeyChallenge.objects.filter(user=user.pk, expires_at__lte=now).delete()
+    nonce = PasskeyChallenge.objects.create(
+        user=user,
+        interrupt_id=str(interrupt.pk),
+        expires_at=now + timedelta(seconds=hitl_settings.PASSKEY_CHALLENGE_SECONDS),
+    ).nonce
+    return challenge_for(interrupt, response, comment, nonce)
+
+
+def _used_nonce(
+    interrupt: Interrupt, actor: Any, response: Any, comment: str, signed: bytes
+) -> tuple[str, bytes]:
+    """The nonce (and challenge) the assertion's client data `signed` names, handed to
+    `actor` for this decision and still unused and unexpired: deleted in the caller's
+    transaction, so no assertion is accepted twice. SignatureRefused otherwise."""
+    try:
+        named = base64url_to_bytes(json.loads(signed)["challenge"])
+    except (ValueError, KeyError, TypeError):
+        raise SignatureRefused("the assertion's client data names no challenge") from None
+    issued = PasskeyChallenge.objects.select_for_update().filter(
+        user=actor.pk, interrupt_id=str(interrupt.pk), expires_at__gt=timezone.now()
+    )
+    for row in issued:
+        challenge = challenge_for(interrupt, response, comment, row.nonce)
+        if challenge == named:
+            row.delete()
+            return row.nonce, challenge
+    raise SignatureRefused(
+        "the signature does not hold: it signs no challenge this server handed you for "
+        "this decision (or one used already, or expired): ask for a new one"
+    )
 
 
 def assertion_options(user: Any, challenge: bytes, rp_id: str) -> dict[str, Any]:
@@ -200,9 +240,10 @@ def verified_assertion(
 ) -> dict[str, str]:
     """The assertion that signs `actor`'s decision (`response`, `comment`) on `interrupt`,
     as the decision's audit entry keeps it (workflows.audit.assertions.ASSERTION_FIELDS);
-    its passkey's sign count moves on in the caller's transaction. SignatureRefused when
-    there is none, or it is not by a passkey of `actor`'s, signs another challenge, does
-    not verify, or repeats a sign count already seen."""
+    its passkey's sign count moves on and its nonce is used up in the caller's
+    transaction. SignatureRefused when there is none, or it is not by a passkey of
+    `actor`'s, signs another challenge than one issue_challenge handed `actor` for this
+    decision (or one used or expired), does not verify, or repeats a sign count."""
     if assertion is None or assertion == "":
         raise SignatureRefused(
             "this question needs your signature: decide on its page, where your passkey "
@@ -218,10 +259,13 @@ def verified_assertion(
     if passkey is None:
         raise SignatureRefused("the assertion is not by a passkey you registered")
     rp_id = hitl_settings.WEBAUTHN_RP_ID or passkey.rp_id
+    nonce, challenge = _used_nonce(
+        interrupt, actor, response, comment, parsed.response.client_data_json
+    )
     try:
         verified = verify_authentication_response(
             credential=parsed,
-            expected_challenge=challenge_for(interrupt, response, comment),
+            expected_challenge=challenge,
             expected_rp_id=rp_id,
             expected_origin=hitl_settings.WEBAUTHN_ORIGIN or passkey.origin,
             credential_public_key=bytes(passkey.public_key),
@@ -239,4 +283,5 @@ def verified_assertion(
         "signature": b64url(signed.signature),
         "public_key": b64url(bytes(passkey.public_key)),
         "rp_id": rp_id,
+        "nonce": nonce,
     }

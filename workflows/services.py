@@ -452,8 +452,9 @@ def decide(
 
 def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: str = "") -> bytes:
     """The challenge `actor`'s passkey signs to decide `response` with `comment` on a
-    pending interrupt, checked as `decide` checks it (who may answer, the schema); nothing
-    is stored. See workflows.audit.assertions for how it is derived."""
+    pending interrupt, checked as `decide` checks it (who may answer, the schema); only
+    its server nonce is stored (single-use, expiring). See workflows.audit.assertions for
+    how it is derived."""
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
@@ -461,4 +462,4 @@ def signing_challenge(interrupt_id: str, response: Any, *, actor: Any, comment: 
         raise UnknownInterruptError(interrupt_id)
     require_answerer(actor, interrupt)
     require_pending(interrupt)
-    return passkeys.challenge_for(interrupt, checked_vote(interrupt, value), comment)
+    return passkeys.issue_challenge(actor, interrupt, checked_vote(interrupt, value), comment)

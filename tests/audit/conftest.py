@@ -29,14 +29,23 @@ def signing_key(settings: Any) -> Iterator[Ed25519PrivateKey]:
     yield key
 
 
+APPEND_ONLY = f"{AuditEntry._meta.db_table} {{}} TRIGGER hitl_audit_append_only"
+
+
 def tamper(sql: str, params: list[Any] | None = None) -> int:
     """Run `sql` as the database's owner would, past the append-only trigger (PostgreSQL:
-    triggers off for the transaction); the rows it changed."""
+    the table's owner disables it for the transaction, which no session setting does);
+    the rows it changed."""
     with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL session_replication_role = replica")
+        postgres = connection.vendor == "postgresql"
+        if postgres:
+            cursor.execute("ALTER TABLE " + APPEND_ONLY.format("DISABLE"))
         cursor.execute(sql, params or [])
-        return cursor.rowcount
+        changed = cursor.rowcount
+        if postgres:  # (foreign keys checked now: no ALTER with trigger events pending)
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute("ALTER TABLE " + APPEND_ONLY.format("ENABLE ALWAYS"))
+        return changed
 
 
 @pytest.fixture

@@ -95,9 +95,11 @@ def test_an_inserted_entry_is_named(chain):
     forged = AuditEntry.objects.get(pk=chain[1].pk)
     tamper(
         f"INSERT INTO {ENTRIES} (invocation_id, interrupt_id, action, actor_id, actor_name, "
-        "on_behalf_of_id, data, subject_hash, prev_hash, entry_hash, created_at) "
+        "on_behalf_of_id, data, subject_hash, prev_hash, entry_hash, created_at, "
+        "canonical_text) "
         f"SELECT invocation_id, interrupt_id, 'decision.recorded', actor_id, actor_name, "
-        f"on_behalf_of_id, data, subject_hash, prev_hash, %s, created_at FROM {ENTRIES} "
+        f"on_behalf_of_id, data, subject_hash, prev_hash, %s, created_at, canonical_text "
+        f"FROM {ENTRIES} "
         "WHERE id = %s",
         ["f" * 64, forged.pk],
     )

@@ -37,6 +37,7 @@ class SoftAuthenticator:
         }[kind]()
         self.credential_id = os.urandom(16)
         self.sign_count = 0
+        self.user: Any = None  # whose passkey it is, once registered (conftest.enrol)
 
     @property
     def id(self) -> str:

@@ -10,7 +10,7 @@ from tests.audit.conftest import signing_key  # noqa: F401 (a fixture: receipts 
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
 from workflows import passkeys
-from workflows.models import Interrupt
+from workflows.models import Interrupt, PasskeyChallenge
 
 # What the test client's requests are taken for: host "testserver", plain HTTP.
 TEST_CLIENT_RP = passkeys.RelyingParty(
@@ -24,14 +24,26 @@ def enrol(user: Any, authenticator: SoftAuthenticator | None = None, name: str =
     options, challenge = passkeys.registration_options(user, TEST_CLIENT_RP)
     credential = authenticator.create(options)
     row = passkeys.register(user, credential, challenge=challenge, rp=TEST_CLIENT_RP, name=name)
+    authenticator.user = user
     return row, authenticator
 
 
 def signature(
     authenticator: SoftAuthenticator, interrupt: Interrupt, response: Any, comment: str = "", **kw
 ) -> dict[str, Any]:
-    """`authenticator`'s assertion of the decision (`response`, `comment`) on `interrupt`."""
-    return authenticator.get(passkeys.challenge_for(interrupt, response, comment), **kw)
+    """`authenticator`'s assertion of the decision (`response`, `comment`) on `interrupt`,
+    over a challenge the server handed its owner (a made-up nonce for a key no one
+    registered)."""
+    owner = getattr(authenticator, "user", None)
+    if owner is None:
+        return authenticator.get(passkeys.challenge_for(interrupt, response, comment, "none"), **kw)
+    return authenticator.get(passkeys.issue_challenge(owner, interrupt, response, comment), **kw)
+
+
+def last_issued(user: Any, interrupt: Interrupt, response: Any, comment: str = "") -> bytes:
+    """The challenge of `user`'s newest server nonce for this decision."""
+    nonce = PasskeyChallenge.objects.filter(user=user).latest("id").nonce
+    return passkeys.challenge_for(interrupt, response, comment, nonce)
 
 
 @pytest.fixture

@@ -7,8 +7,7 @@ from rest_framework.test import APIClient
 
 from tests.api.conftest import error_of, snapshot, user_with
 from tests.asking import ask
-from tests.passkeys.conftest import enrol, signature
-from workflows import passkeys
+from tests.passkeys.conftest import enrol, last_issued, signature
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.models import AuditEntry, Decision
 
@@ -45,7 +44,7 @@ def test_challenge_then_decision_with_the_assertion(client_for, approver, signed
     options = api.post(url(signed_question, "challenge"), body, format="json")
     assert options.status_code == 200, options.json()
     options = options.json()
-    expected = passkeys.challenge_for(signed_question, YES, "run checked")
+    expected = last_issued(approver, signed_question, YES, "run checked")
     assert options["challenge"] == b64url(expected)
     assert options["rpId"] == "testserver"
     assert [c["id"] for c in options["allowCredentials"]] == [key.id]

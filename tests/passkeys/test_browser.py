@@ -100,5 +100,5 @@ def test_an_approver_adds_a_passkey_and_signs_a_decision(live_server, signing_ke
     entry = AuditEntry.objects.get(action="decision.recorded", interrupt_id=interrupt.pk)
     assert entry.data["assertion"]["credential_id"] == passkey.credential_id
     signed = receipt(entry)
-    assert verify_assertion(signed) is True
+    assert verify_assertion(signed, bytes(passkey.public_key)) is True
     assert verify_receipt(signed, signing_key.public_key()) is True

@@ -16,7 +16,7 @@ from tests.approvals.test_email_links import EMAIL_ON
 from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
-from tests.passkeys.conftest import enrol
+from tests.passkeys.conftest import enrol, last_issued
 from workflows import passkeys
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.engine.status import InterruptStatus
@@ -118,7 +118,7 @@ def test_the_page_gives_the_challenge_of_the_forms_answer(alice_client, alice):
     form = {"_action": "challenge", "decision": "approve", "comment": "fine"}
     options = alice_client.post(decision_url(interrupt), form)
     assert options.status_code == 200
-    expected = passkeys.challenge_for(interrupt, APPROVED, "fine")
+    expected = last_issued(alice, interrupt, APPROVED, "fine")
     assert options.json()["challenge"] == b64url(expected)
     assert [c["id"] for c in options.json()["allowCredentials"]] == [key.id]
     invalid = alice_client.post(decision_url(interrupt), {"_action": "challenge"})
@@ -129,7 +129,7 @@ def test_the_page_gives_the_challenge_of_the_forms_answer(alice_client, alice):
 def test_deciding_on_the_page_with_the_assertion(alice_client, alice):
     _, key = enrol(alice)
     interrupt = ask(require_signature=True)
-    challenge = passkeys.challenge_for(interrupt, APPROVED, "fine")
+    challenge = passkeys.issue_challenge(alice, interrupt, APPROVED, "fine")
     form = {"decision": "approve", "comment": "fine", "assertion": json.dumps(key.get(challenge))}
     decided = alice_client.post(decision_url(interrupt), form)
     assert decided.status_code == 302
@@ -146,7 +146,7 @@ def test_the_page_refuses_a_decision_without_a_good_signature(alice_client, alic
     interrupt = ask(require_signature=True)
     unsigned = alice_client.post(decision_url(interrupt), {"decision": "approve"})
     assert "Not recorded: this question needs your signature" in " ".join(messages_of(unsigned))
-    wrong = key.get(passkeys.challenge_for(interrupt, {"approved": False}, ""))
+    wrong = key.get(passkeys.issue_challenge(alice, interrupt, {"approved": False}, ""))
     form = {"decision": "approve", "assertion": json.dumps(wrong)}
     refused = alice_client.post(decision_url(interrupt), form)
     assert "Not recorded: the signature does not hold" in " ".join(messages_of(refused))

@@ -9,8 +9,8 @@ from django.core.exceptions import PermissionDenied
 from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import USER_VERIFIED, SoftAuthenticator
-from tests.passkeys.conftest import enrol, signature
-from workflows import passkeys, services
+from tests.passkeys.conftest import enrol, last_issued, signature
+from workflows import services
 from workflows.audit.assertions import ASSERTION_FIELDS, b64url, check_decision_assertion
 from workflows.audit.documents import exported
 from workflows.engine import RequestInput
@@ -68,7 +68,7 @@ def test_a_signed_decision_is_recorded_with_its_assertion_in_the_entry(alice, al
     assert Invocation.objects.get(pk=interrupt.invocation_id).status == NodeStatus.COMPLETED
     entry = AuditEntry.objects.get(action="decision.recorded", interrupt_id=interrupt.pk)
     kept = entry.data["assertion"]
-    assert sorted(kept) == sorted(ASSERTION_FIELDS)
+    assert sorted(kept) == sorted([*ASSERTION_FIELDS, "nonce"])
     assert kept["credential_id"] == alices_key.id
     assert kept["signature"] == assertion["response"]["signature"]
     assert kept["authenticator_data"] == assertion["response"]["authenticatorData"]
@@ -76,7 +76,7 @@ def test_a_signed_decision_is_recorded_with_its_assertion_in_the_entry(alice, al
     assert kept["public_key"] == b64url(alices_key.cose_public_key())
     assert kept["rp_id"] == "testserver"
     assert entry.data["response"] == YES
-    check_decision_assertion(exported(entry))  # the entry alone shows it signed
+    check_decision_assertion(exported(entry), alices_key.cose_public_key())
     passkey = PasskeyCredential.objects.get()
     assert passkey.sign_count == 1
     assert passkey.last_used_at is not None
@@ -223,7 +223,7 @@ def test_each_quorum_decision_is_signed_by_its_own_approver(alice, alices_key):
 def test_signing_challenge_is_what_decide_checks(alice, alices_key):
     interrupt = signed_question()
     challenge = services.signing_challenge(interrupt.pk, YES, actor=alice, comment="ok")
-    assert challenge == passkeys.challenge_for(interrupt, YES, "ok")
+    assert challenge == last_issued(alice, interrupt, YES, "ok")
     services.decide(
         interrupt.pk, YES, actor=alice, comment="ok", assertion=alices_key.get(challenge)
     )

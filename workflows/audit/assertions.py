@@ -3,12 +3,14 @@ and its check with `cryptography` alone, so a receipt's signed decision verifies
 Imports nothing from Django (nor py_webauthn).
 
 The challenge of a decision is SHA-256 of CHALLENGE_CONTEXT followed by the canonical JSON
-of `{"comment", "interrupt_id", "response", "subject_hash"}`: the question (its id and what
-it asked) and the answer given to it, comment included.
+(RFC 8785) of `{"comment", "interrupt_id", "nonce", "response", "subject_hash"}`: the
+question (its id and what it asked), the answer given to it, comment included, and the
+server's single-use nonce that makes the assertion fresh. Decisions signed before nonces
+(their assertion has no `nonce`) used LEGACY_CONTEXT and the legacy canonical form.
 
 An assertion, as a `decision.recorded` entry keeps it under `data["assertion"]`, holds
-ASSERTION_FIELDS: the rp_id as text, every other value base64url without padding. It
-verifies when the credential's key (`public_key`, a COSE_Key) signed `authenticator_data`
+ASSERTION_FIELDS (and `nonce`): the rp_id and the nonce as text, every other value
+base64url without padding. It verifies when the credential's key signed `authenticator_data`
 followed by SHA-256 of `client_data_json`; when the client data says `webauthn.get`, names
 the decision's challenge and an origin on `rp_id` or below it; and when the authenticator
 data starts with SHA-256 of `rp_id` and has its user-present flag set.
@@ -29,10 +31,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from .canonical import canonical_json
+from .canonical import canonical_json, legacy_canonical_json
 from .signing import InvalidDocument
 
-CHALLENGE_CONTEXT = b"hitl-decision-v1"
+CHALLENGE_CONTEXT = b"hitl-decision-v2"
+LEGACY_CONTEXT = b"hitl-decision-v1"
 ASSERTION_FIELDS = (
     "credential_id",
     "authenticator_data",
@@ -61,16 +64,21 @@ def from_b64url(text: Any, name: str) -> bytes:
         raise InvalidDocument(f"the assertion's {name} is not base64url") from None
 
 
-def decision_challenge(interrupt_id: str, subject_hash: str, response: Any, comment: str) -> bytes:
+def decision_challenge(
+    interrupt_id: str, subject_hash: str, response: Any, comment: str, nonce: str | None = None
+) -> bytes:
     """The 32 bytes an approver's passkey signs to give `response` (with `comment`) to the
-    question `interrupt_id` that asked what `subject_hash` covers."""
+    question `interrupt_id` that asked what `subject_hash` covers, with the server's
+    `nonce` (None: the form of decisions signed before nonces)."""
     bound = {
         "comment": comment,
         "interrupt_id": interrupt_id,
         "response": response,
         "subject_hash": subject_hash,
     }
-    return hashlib.sha256(CHALLENGE_CONTEXT + canonical_json(bound)).digest()
+    if nonce is None:
+        return hashlib.sha256(LEGACY_CONTEXT + legacy_canonical_json(bound)).digest()
+    return hashlib.sha256(CHALLENGE_CONTEXT + canonical_json({**bound, "nonce": nonce})).digest()
 
 
 def _cbor_item(data: bytes, at: int) -> tuple[Any, int]:
@@ -118,6 +126,22 @@ def _cbor_item(data: bytes, at: int) -> tuple[Any, int]:
     raise InvalidDocument("the public key is not a COSE_Key")
 
 
+def credential_key(key: Any) -> tuple[int, Any]:
+    """The COSE algorithm and `cryptography` key of a credential's public key given as a
+    COSE_Key (bytes, or base64url text) or as a `cryptography` public key."""
+    if isinstance(key, str):
+        key = from_b64url(key, "public_key")
+    if isinstance(key, bytes | bytearray | memoryview):
+        return cose_key(bytes(key))
+    if isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
+        return ES256, key
+    if isinstance(key, Ed25519PublicKey):
+        return EDDSA, key
+    if isinstance(key, rsa.RSAPublicKey):
+        return RS256, key
+    raise TypeError(f"not a credential public key (COSE_Key or a cryptography key): {key!r}")
+
+
 def cose_key(data: bytes) -> tuple[int, Any]:
     """The COSE algorithm and the `cryptography` public key of a COSE_Key."""
     key, end = _cbor_item(data, 0)
@@ -157,9 +181,10 @@ def _on_rp(origin: Any, rp_id: str) -> bool:
     return host is not None and (host == rp_id or host.endswith("." + rp_id))
 
 
-def check_assertion(assertion: Any, challenge: bytes) -> None:
+def check_assertion(assertion: Any, challenge: bytes, credential: tuple[int, Any]) -> None:
     """Raise InvalidDocument (saying what does not hold) unless `assertion` (ASSERTION_FIELDS)
-    is its credential's signature over `challenge`."""
+    is the signature over `challenge` of `credential` (credential_key's algorithm and key:
+    never the key the assertion itself names, which anyone can write)."""
     if not isinstance(assertion, Mapping):
         raise InvalidDocument("the assertion is not an object")
     missing = [name for name in ASSERTION_FIELDS if name not in assertion]
@@ -187,14 +212,15 @@ def check_assertion(assertion: Any, challenge: bytes) -> None:
         raise InvalidDocument(f"the authenticator data is not for {rp_id!r}")
     if not authenticator_data[32] & USER_PRESENT:
         raise InvalidDocument("the authenticator says no user was present")
-    alg, key = cose_key(from_b64url(assertion["public_key"], "public_key"))
+    alg, key = credential
     signature = from_b64url(assertion["signature"], "signature")
     _verify(alg, key, signature, authenticator_data + hashlib.sha256(client_data_bytes).digest())
 
 
-def check_decision_assertion(entry: Mapping[str, Any]) -> None:
+def check_decision_assertion(entry: Mapping[str, Any], credential_public_key: Any) -> None:
     """Raise InvalidDocument unless the entry (a `decision.recorded` entry as receipts show
-    it) carries an assertion signing its own question and answer."""
+    it) carries an assertion by `credential_public_key` (credential_key) signing its own
+    question and answer."""
     data, interrupt_id, subject = (
         entry.get("data"),
         entry.get("interrupt_id"),
@@ -204,7 +230,11 @@ def check_decision_assertion(entry: Mapping[str, Any]) -> None:
         raise InvalidDocument("the entry carries no signed decision")
     if not isinstance(interrupt_id, str) or not isinstance(subject, str):
         raise InvalidDocument("the entry names no question")
+    assertion = data["assertion"]
+    nonce = assertion.get("nonce") if isinstance(assertion, Mapping) else None
+    if nonce is not None and not isinstance(nonce, str):
+        raise InvalidDocument("the assertion's nonce is not text")
     challenge = decision_challenge(
-        interrupt_id, subject, data.get("response"), data.get("comment", "")
+        interrupt_id, subject, data.get("response"), data.get("comment", ""), nonce
     )
-    check_assertion(data["assertion"], challenge)
+    check_assertion(assertion, challenge, credential_key(credential_public_key))

@@ -13,7 +13,7 @@ from django.db import connections
 from django.utils import timezone
 
 from ..models import AuditChainHead, AuditEntry, Invocation
-from .canonical import GENESIS, canonical_json, entry_hash
+from .canonical import GENESIS, canonical_json, entry_text, sha256_hex
 from .entries import entry_content
 
 ENTRIES = AuditEntry._meta.db_table
@@ -21,7 +21,8 @@ INVOCATIONS = Invocation._meta.db_table
 HEADS = AuditChainHead._meta.db_table
 SYSTEM_HEAD_ID = 1
 
-# Written from the entry; prev_hash, entry_hash and created_at come from the chain's head.
+# Written from the entry; prev_hash, entry_hash, created_at and the canonical text come
+# from the chain's head.
 VALUE_COLUMNS = [
     "invocation_id",
     "interrupt_id",
@@ -32,7 +33,9 @@ VALUE_COLUMNS = [
     "data",
     "subject_hash",
 ]
-ENTRY_COLUMNS = ", ".join([*VALUE_COLUMNS, "prev_hash", "entry_hash", "created_at"])
+ENTRY_COLUMNS = ", ".join(
+    [*VALUE_COLUMNS, "prev_hash", "entry_hash", "created_at", "canonical_text"]
+)
 
 ENSURE_SYSTEM_HEAD = (
     f"INSERT INTO {HEADS} (id, entry_hash) VALUES ({SYSTEM_HEAD_ID}, %s) "
@@ -44,15 +47,18 @@ SET_HEAD = "UPDATE {table} SET {column} = %s WHERE id = %s"
 INSERT_ENTRY = f"INSERT INTO {ENTRIES} ({ENTRY_COLUMNS}) VALUES ({{marks}}) RETURNING id"
 
 # PostgreSQL: the whole append in one statement. The server reads and locks the head,
-# takes the time from its clock, and hashes the entry's canonical JSON, which arrives in
-# three pieces around the two values only it knows (created_at, prev_hash).
+# takes the time from its clock, and hashes the entry's canonical JSON (keeping it as the
+# entry's canonical_text), which arrives in three pieces around the two values only it
+# knows (created_at, prev_hash).
 APPEND = (
     "WITH head AS (SELECT COALESCE(NULLIF({column}, ''), %s) AS prev, clock_timestamp() AS at "
     "FROM {table} WHERE id = %s FOR NO KEY UPDATE), "
-    "hashed AS (SELECT prev, at, encode(sha256(convert_to(CAST(%s AS text) || {stamp} || "
-    "CAST(%s AS text) || prev || CAST(%s AS text), 'UTF8')), 'hex') AS digest FROM head), "
-    f"entry AS (INSERT INTO {ENTRIES} ({ENTRY_COLUMNS}) SELECT {{casts}}, prev, digest, at "
-    "FROM hashed RETURNING id, prev_hash, entry_hash, created_at) "
+    "written AS (SELECT prev, at, CAST(%s AS text) || {stamp} || CAST(%s AS text) || prev || "
+    "CAST(%s AS text) AS body FROM head), "
+    "hashed AS (SELECT prev, at, body, encode(sha256(convert_to(body, 'UTF8')), 'hex') "
+    "AS digest FROM written), "
+    f"entry AS (INSERT INTO {ENTRIES} ({ENTRY_COLUMNS}) SELECT {{casts}}, prev, digest, at, "
+    "body FROM hashed RETURNING id, prev_hash, entry_hash, created_at) "
     "UPDATE {table} SET {column} = entry.entry_hash FROM entry WHERE {table}.id = %s "
     "RETURNING entry.id, entry.prev_hash, entry.entry_hash, entry.created_at"
 )
@@ -104,12 +110,13 @@ class SqliteTrail:
         if row is None:
             return False
         entry.prev_hash, entry.created_at = row[0] or GENESIS, timezone.now()
-        entry.entry_hash = entry_hash(entry_content(entry))
+        entry.canonical_text = entry_text(entry_content(entry))
+        entry.entry_hash = sha256_hex(entry.canonical_text.encode("utf-8"))
         stored_time = self.connection.ops.adapt_datetimefield_value(entry.created_at)
-        marks = ", ".join(["%s"] * (len(VALUE_COLUMNS) + 3))
+        marks = ", ".join(["%s"] * (len(VALUE_COLUMNS) + 4))
         cursor.execute(
             INSERT_ENTRY.format(marks=marks),
-            [*values, entry.prev_hash, entry.entry_hash, stored_time],
+            [*values, entry.prev_hash, entry.entry_hash, stored_time, entry.canonical_text],
         )
         (entry.id,) = cursor.fetchone()
         cursor.execute(
@@ -135,7 +142,8 @@ class PostgresTrail(SqliteTrail):
         if row is None:
             return False
         entry.id, entry.prev_hash, digest, entry.created_at = row
-        entry.entry_hash = entry_hash(entry_content(entry))
+        entry.canonical_text = entry_text(entry_content(entry))
+        entry.entry_hash = sha256_hex(entry.canonical_text.encode("utf-8"))
         if digest != entry.entry_hash:
             raise RuntimeError(
                 f"the database hashed audit entry {entry.id} as {digest}, not as its canonical "

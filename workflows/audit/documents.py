@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import json
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -57,8 +58,10 @@ def signing_key() -> Ed25519PrivateKey:
 
 
 def exported(entry: AuditEntry) -> dict[str, Any]:
-    """An entry as receipts and exports show it: its id, its entry_hash, ENTRY_FIELDS."""
-    return {"id": entry.id, "entry_hash": entry.entry_hash, **entry_content(entry)}
+    """An entry as receipts and exports show it: its id, its entry_hash, ENTRY_FIELDS as
+    the canonical text it was hashed from says (the columns, for a legacy entry)."""
+    content = json.loads(entry.canonical_text) if entry.canonical_text else entry_content(entry)
+    return {"id": entry.id, "entry_hash": entry.entry_hash, **content}
 
 
 def chain_position(entry: AuditEntry) -> int:
@@ -78,7 +81,7 @@ def entry_subject(entry: AuditEntry) -> dict[str, Any] | None:
     if interrupt is None:
         raise ValueError(f"entry {entry.pk}: its question {entry.interrupt_id!r} is gone")
     subject = question_subject(interrupt)
-    if subject_hash(**subject) != entry.subject_hash:
+    if subject_hash(**subject, legacy=not entry.canonical_text) != entry.subject_hash:
         raise ValueError(
             f"entry {entry.pk}: question {entry.interrupt_id!r} no longer matches the "
             "subject_hash the entry recorded (its text, payload or schema was changed)"
@@ -96,6 +99,7 @@ def entry_receipt(entry: AuditEntry | int) -> dict[str, Any]:
         subject=entry_subject(entry),
         issued_at=timestamp(timezone.now()),
         private_key=signing_key(),
+        legacy=not entry.canonical_text,
     )
 
 

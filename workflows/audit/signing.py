@@ -17,7 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .canonical import canonical_json, sha256_hex
+from .canonical import canonical_json, legacy_canonical_json, sha256_hex
 
 ALGORITHM = "Ed25519"
 
@@ -75,10 +75,17 @@ def key_id(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
     return sha256_hex(raw)
 
 
-def sign(document: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[str, Any]:
-    """`document` with its `signature` member added."""
+def _signed_bytes(body: Mapping[str, Any], legacy: bool) -> bytes:
+    return legacy_canonical_json(body) if legacy else canonical_json(body)
+
+
+def sign(
+    document: Mapping[str, Any], private_key: Ed25519PrivateKey, *, legacy: bool = False
+) -> dict[str, Any]:
+    """`document` with its `signature` member added (`legacy`: over the canonical form
+    used before RFC 8785, for receipts of entries hashed by it)."""
     body = {name: value for name, value in document.items() if name != "signature"}
-    value = private_key.sign(canonical_json(body))
+    value = private_key.sign(_signed_bytes(body, legacy))
     signature = {
         "algorithm": ALGORITHM,
         "key_id": key_id(private_key),
@@ -87,7 +94,9 @@ def sign(document: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[st
     return {**body, "signature": signature}
 
 
-def check_signature(document: Mapping[str, Any], public_key: Ed25519PublicKey) -> None:
+def check_signature(
+    document: Mapping[str, Any], public_key: Ed25519PublicKey, *, legacy: bool = False
+) -> None:
     """Raise InvalidDocument unless `public_key` signed `document`."""
     signature = document.get("signature")
     if not isinstance(signature, Mapping) or signature.get("algorithm") != ALGORITHM:
@@ -102,6 +111,6 @@ def check_signature(document: Mapping[str, Any], public_key: Ed25519PublicKey) -
         raise InvalidDocument("the signature is not base64") from None
     body = {name: item for name, item in document.items() if name != "signature"}
     try:
-        public_key.verify(value, canonical_json(body))
+        public_key.verify(value, _signed_bytes(body, legacy))
     except InvalidSignature:
         raise InvalidDocument("the signature does not match the document") from None

@@ -6,7 +6,8 @@ its prev_hash (else one was deleted, inserted or moved), still match its questio
 (subject_hash), and each chain must end at the head its invocation row (or the one row of
 AuditChainHead) holds. Against a checkpoint, every head it lists must still stand at the
 same position of its chain: what shows the newest entries deleted, even with the heads
-rewritten or the table truncated.
+rewritten or the table truncated. Then the rows people see must say what the entries
+recorded (workflows.audit.rows).
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from typing import Any
 from django.db.models import QuerySet
 
 from ..models import AuditChainHead, AuditEntry, Interrupt, Invocation
-from .canonical import GENESIS, entry_hash, subject_hash
+from .canonical import GENESIS, entry_hash, entry_text, sha256_hex, subject_hash
 from .documents import CHECKPOINT_FORMAT
 from .entries import entry_content, question_subject
+from .rows import RowProblem, check_rows
 from .signing import InvalidDocument, check_signature, load_public_key
 
 BATCH = 2000
+LEGACY_AFTER_TEXT = (
+    "has no canonical text, after entries that have one: the app no longer writes such "
+    "entries (one was inserted)"
+)
 CHAIN_KEYS = {"invocation", "head", "last_id", "length"}
 
 
@@ -47,7 +53,7 @@ class Problem:
 class Report:
     chains: int = 0
     entries: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem | RowProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -66,30 +72,51 @@ def check_checkpoint(document: Mapping[str, Any], public_key: Any) -> None:
         raise InvalidDocument(f"its chains are not a list of {', '.join(sorted(CHAIN_KEYS))}")
 
 
+def edited(entry: AuditEntry) -> str | None:
+    """Why the entry no longer holds, or None. An entry keeps the canonical text it was
+    hashed from: the text must hash to entry_hash, and the columns must say what the text
+    says (compared in canonical form, so PostgreSQL's rewriting of JSON numbers and key
+    order changes nothing). An entry made before the text was kept (legacy) is hashed
+    from its columns in the legacy form."""
+    if not entry.canonical_text:
+        if entry_hash(entry_content(entry), legacy=True) != entry.entry_hash:
+            return "edited: its fields no longer hash to its entry_hash"
+        return None
+    if sha256_hex(entry.canonical_text.encode("utf-8")) != entry.entry_hash:
+        return "edited: its canonical text no longer hashes to its entry_hash"
+    if entry_text(entry_content(entry)) != entry.canonical_text:
+        return "edited: its fields no longer say what the canonical text it was hashed from says"
+    return None
+
+
 class _Subjects:
-    """The subject_hash of each question the entries name, read a batch at a time."""
+    """What each question the entries name asks, read a batch at a time."""
 
     def __init__(self) -> None:
-        self.hashes: dict[str, str | None] = {}
+        self.subjects: dict[str, dict[str, Any] | None] = {}
+        self.hashes: dict[tuple[str | None, bool], str] = {}
 
     def load(self, entries: Iterable[AuditEntry]) -> None:
         asked = {e.interrupt_id for e in entries if e.subject_hash and e.interrupt_id}
-        wanted = asked - self.hashes.keys()
+        wanted = asked - self.subjects.keys()
         if not wanted:
             return
-        self.hashes.update(dict.fromkeys(wanted))  # None: the question is gone
+        self.subjects.update(dict.fromkeys(wanted))  # None: the question is gone
         for interrupt in Interrupt.objects.filter(pk__in=wanted).only(
             "id", "message", "payload", "response_schema"
         ):
-            self.hashes[interrupt.pk] = subject_hash(**question_subject(interrupt))
+            self.subjects[interrupt.pk] = question_subject(interrupt)
 
     def problem(self, entry: AuditEntry) -> str | None:
         if not entry.subject_hash:
             return None
-        found = self.hashes[entry.interrupt_id] if entry.interrupt_id else None
-        if found is None:
+        subject = self.subjects[entry.interrupt_id] if entry.interrupt_id else None
+        if subject is None:
             return f"its question {entry.interrupt_id!r} no longer exists"
-        if found != entry.subject_hash:
+        key = (entry.interrupt_id, not entry.canonical_text)
+        if key not in self.hashes:
+            self.hashes[key] = subject_hash(**subject, legacy=key[1])
+        if self.hashes[key] != entry.subject_hash:
             return (
                 f"its question {entry.interrupt_id!r} no longer matches its subject_hash "
                 "(the question's message, payload or schema was changed)"
@@ -118,11 +145,15 @@ class _Walk:
         self.report.chains += 1
         self.seen.add(chain)
         wanted = self.wanted.get(chain)
-        expected, last, position = GENESIS, None, 0
+        expected, last, position, texts = GENESIS, None, 0, False
         for entry in entries:
             position += 1
-            if entry_hash(entry_content(entry)) != entry.entry_hash:
-                self.flag(entry, chain, "edited: its fields no longer hash to its entry_hash")
+            reason = edited(entry)
+            if reason:
+                self.flag(entry, chain, reason)
+            elif texts and not entry.canonical_text:
+                self.flag(entry, chain, LEGACY_AFTER_TEXT)
+            texts = texts or bool(entry.canonical_text)
             if entry.prev_hash != expected:
                 before = f"entry {last.id}" if last else "the start of the chain"
                 self.flag(
@@ -219,4 +250,6 @@ def verify(invocation: Any = None, checkpoint: Mapping[str, Any] | None = None) 
     scope = set(heads) | set(walk.wanted)
     if chain_id is not None:
         scope = {chain_id}
-    return walk.finish(scope)
+    report = walk.finish(scope)
+    report.problems.extend(check_rows(chain_id))
+    return report

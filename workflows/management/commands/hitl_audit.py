@@ -14,7 +14,8 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workflows.audit import documents
-from workflows.audit.canonical import canonical_json
+from workflows.audit.canonical import canonical_json, legacy_canonical_json
+from workflows.audit.receipts import LEGACY_RECEIPT_FORMAT
 from workflows.audit.signing import public_key_pem
 from workflows.audit.verify import check_checkpoint, verify
 from workflows.datetimes import read_datetime
@@ -121,4 +122,7 @@ class Command(BaseCommand):
         self.stdout.write(public_key_pem(documents.signing_key()), ending="")
 
     def _print(self, document: dict[str, Any]) -> None:
-        self.stdout.write(canonical_json(document).decode("utf-8"))
+        """In the canonical form it was signed in (RFC 8785; a legacy receipt in its own)."""
+        legacy = document.get("format") == LEGACY_RECEIPT_FORMAT
+        text = (legacy_canonical_json if legacy else canonical_json)(document)
+        self.stdout.write(text.decode("utf-8"))
