@@ -58,3 +58,22 @@ def test_the_test_settings_install_neither_the_demo_app_nor_its_urls():
     assert not {"expense_approval", "content_moderation", "document_drafting"} & {
         definition.name for definition in registry.definitions()
     }
+
+
+def test_the_demo_tests_import_the_demo_only_when_they_run():
+    # Importing the demo makes its Celery app current: at collection, that would send every
+    # later test's tasks through the demo's app (its fixture imports it and restores ours).
+    demo_tests = sorted((TESTS / DEMO).glob("*.py"))
+    assert demo_tests
+    at_module_level = []
+    for path in demo_tests:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            at_module_level += [f"{path.name}:{node.lineno}" for n in names if DEMO_NAME.match(n)]
+    assert at_module_level == []

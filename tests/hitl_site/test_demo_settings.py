@@ -14,8 +14,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from hitl_site.signing_key import demo_signing_key
-
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("DATABASE_URL", "CELERY_BROKER_URL", "HITL_AUDIT_SIGNING_KEY", "EMAIL_BACKEND")
 
@@ -34,6 +32,21 @@ editor.groups.add(Group.objects.create(name="editors"))
 editor.user_permissions.add(Permission.objects.get(codename="answer_interrupt"))
 services.start("document_drafting", {"title": "Handbook"}, user=editor)
 """
+
+
+def demo_signing_key(path: Path) -> str:
+    # Imported here, not when the module is collected: importing the demo makes its Celery
+    # app current (the conftest's fixture imports it and puts the tests' app back).
+    from hitl_site.signing_key import demo_signing_key as key_at
+
+    return key_at(path)
+
+
+def test_the_demo_runs_every_periodic_job():
+    from hitl_site import settings as demo_settings
+    from workflows.schedule import beat_schedule
+
+    assert beat_schedule() == demo_settings.CELERY_BEAT_SCHEDULE
 
 
 def demo(tmp_path: Path, *command: str) -> str:

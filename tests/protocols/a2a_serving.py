@@ -49,7 +49,14 @@ class _Server(uvicorn.Server):
 @pytest.fixture(name="a2a_site")
 def serve_a2a_site() -> Iterator[str]:
     """The base URL of the site, served for the test's duration."""
-    from hitl_site.asgi import application
+    from django.core.asgi import get_asgi_application
+
+    from workflows.protocols.a2a_agent.app import a2a_application
+    from workflows.protocols.a2a_agent.card import CARD_PATH
+    from workflows.protocols.mounts import mounted
+
+    a2a = a2a_application()
+    application = mounted(get_asgi_application(), [("/a2a/", a2a), (CARD_PATH, a2a)])
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
