@@ -73,6 +73,7 @@ class PasskeyAdmin(ReadOnlyAdmin):
             "opts": self.model._meta,
             "passkeys": Passkey.objects.filter(user=request.user.pk),
             "needs_password": _signed_in(request).has_usable_password(),
+            "host_refusal": passkeys.host_refusal(passkeys.relying_party(request)),
             "media": self.media,
         }
         return TemplateResponse(request, "approvals/passkeys.html", context)
@@ -100,9 +101,11 @@ def options_view(request: HttpRequest) -> JsonResponse:
         isinstance(password, str) and user.check_password(password)
     ):
         return _error("password_required", PASSWORD_REFUSED, 403)
-    options, challenge = passkeys.registration_options(
-        request.user, passkeys.relying_party(request)
-    )
+    rp = passkeys.relying_party(request)
+    refused = passkeys.host_refusal(rp)
+    if refused:
+        return _error("host_unsupported", refused, 400)
+    options, challenge = passkeys.registration_options(request.user, rp)
     request.session[SESSION_CHALLENGE] = b64url(challenge)
     return JsonResponse(options)
 
