@@ -125,7 +125,7 @@ class GateForm(forms.Form):
             raise forms.ValidationError(f"not JSON: {exc}") from None
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("decision") == REJECT and not (data.get("reason") or "").strip():
             # The reason is what the proposer revises by: a rejection without one is a
             # dead end, and an empty box most often a slip of the wrong button.

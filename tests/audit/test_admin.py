@@ -90,5 +90,5 @@ def test_the_list_is_newest_first_and_names_whom_a_delegate_acted_for(staff_clie
     assert recorded.on_behalf_of == ada
     html = page.content.decode()
     assert "on behalf of" in html.lower()
-    row = re.search(rf'<tr>.*?>{recorded.pk}</a>.*?</tr>', html, re.S)
+    row = re.search(rf"<tr>.*?>{recorded.pk}</a>.*?</tr>", html, re.S)
     assert row and '<td class="field-for_whom">ada</td>' in row.group(0)

@@ -87,9 +87,7 @@ def test_the_revoke_action_reports_a_refusal_and_changes_nothing(client):
         workflow_name=CHARGE, node_name="charge", scope="always", granted_by=ada
     )
     client.force_login(viewer)
-    response = client.post(
-        GRANTS, {**REVOKE, "_selected_action": [grant.pk]}, follow=True
-    )
+    response = client.post(GRANTS, {**REVOKE, "_selected_action": [grant.pk]}, follow=True)
     messages = [str(m) for m in get_messages(response.wsgi_request)]
     assert any("did not grant" in m for m in messages)
     grant.refresh_from_db()
