@@ -43,7 +43,7 @@ from workflows.registry import registry
 
 from . import dashboard, display, passkeys
 from .forms import ApprovalForm, comment_of, is_approval
-from .gates import GateForm, decision_form
+from .gates import EDIT, GateForm, decision_form, edited_args
 from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
@@ -247,14 +247,14 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         already = interrupt.decisions.filter(actor=request.user.pk).exists()
         form = None
         if pending and may_answer and not already:
-            form = decision_form(interrupt)
+            form = decision_form(interrupt, request.user)
         standing_in = _standing_in(request.user, interrupt) if form is not None else None
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action not in ("decide", "challenge"):
                 return self._mark(request, interrupt, action)
             # Late, repeated or forbidden answers too: the service says why.
-            form = decision_form(interrupt, request.POST)
+            form = decision_form(interrupt, request.user, request.POST)
             if action == "challenge":  # what the passkey signs for this answer
                 return passkeys.decision_challenge(request, interrupt, form)
             if form.is_valid():
@@ -404,6 +404,11 @@ def _monitor_url(invocation_id: Any) -> str:
 
 def _outcome_message(decision: Decision) -> str:
     interrupt = decision.interrupt
+    response = decision.response
+    if isinstance(response, dict) and response.get("decision") == EDIT:
+        # The question's message names the proposal; the approval is of the edit.
+        changes = edited_args((interrupt.payload or {}).get("args"), response.get("args"))
+        return f"Decision recorded; approved with your changes: {changes}."
     if interrupt.status == InterruptStatus.RESOLVED:
         return f"Decision recorded; “{Truncator(interrupt.message).chars(60)}” is answered."
     remaining = interrupt.quorum - interrupt.decisions.count()

@@ -16,6 +16,7 @@ from django import forms
 
 from workflows.engine.questions import is_gate_question
 from workflows.models import Interrupt
+from workflows.policy import grant_policy
 
 from .forms import SchemaForm, form_for
 
@@ -26,6 +27,7 @@ SCOPE_LABELS = {
     "always": "always (needs the permission to grant standing approvals)",
 }
 ARGS_PREFIX = "args"
+REASON_NEEDED = "Say why you reject: the reason goes back to who proposed the action."
 
 
 def is_gate(interrupt: Interrupt) -> bool:
@@ -54,13 +56,13 @@ class GateForm(forms.Form):
     reason = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Why; a rejection's reason goes back to who proposed the action.",
+        help_text="Why; needed to reject: the reason goes back to who proposed the action.",
     )
     decision = forms.ChoiceField(
         choices=[(APPROVE, "Approve"), (REJECT, "Reject")], widget=forms.HiddenInput
     )
 
-    def __init__(self, interrupt: Interrupt, data: Any = None) -> None:
+    def __init__(self, interrupt: Interrupt, data: Any = None, *, user: Any) -> None:
         super().__init__(data)
         schema = interrupt.response_schema or {}
         properties = schema.get("properties") or {}
@@ -70,7 +72,10 @@ class GateForm(forms.Form):
         if self.allow_edit:
             self.args_form = SchemaForm(properties.get("args") or {}, data, prefix=ARGS_PREFIX)
             self._prefill(self.args_form)
-        scopes = (properties.get("remember") or {}).get("enum") or []
+        # Only the scopes this approver may remember (the grant rule says who may "always").
+        policy = grant_policy()
+        offered = (properties.get("remember") or {}).get("enum") or []
+        scopes = [s for s in offered if not policy.refusal_to_grant(user, s)]
         if scopes:
             self.fields["remember"] = forms.ChoiceField(
                 required=False,
@@ -119,6 +124,14 @@ class GateForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(f"not JSON: {exc}") from None
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("decision") == REJECT and not (data.get("reason") or "").strip():
+            # The reason is what the proposer revises by: a rejection without one is a
+            # dead end, and an empty box most often a slip of the wrong button.
+            self.add_error("reason", REASON_NEEDED)
+        return data
+
     def is_valid(self) -> bool:
         valid = super().is_valid()
         if self.cleaned_data.get("decision") == REJECT or self.args_form is None:
@@ -161,9 +174,35 @@ class GateForm(forms.Form):
             self.add_error(None, f"{field}: {error.message}")
 
 
-def decision_form(interrupt: Interrupt, data: Any = None) -> forms.Form:
-    """The decision form of an interrupt: an approval gate's own, else the one its
-    response schema describes."""
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {prefix or "args": value}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 25, as typed, though the form's number field reads 25.0
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def edited_args(proposal: Any, args: Any) -> str:
+    """What an edit changed, as a person reads it: `amount 50 (proposed 70)`."""
+    before, after = _flat(proposal), _flat(args)
+    changed = [
+        f"{name} {_shown(after.get(name))} (proposed {_shown(before.get(name))})"
+        for name in sorted(before.keys() | after.keys())
+        if before.get(name) != after.get(name)
+    ]
+    return ", ".join(changed)
+
+
+def decision_form(interrupt: Interrupt, user: Any, data: Any = None) -> forms.Form:
+    """The decision form of an interrupt for `user`: an approval gate's own, else the one
+    its response schema describes."""
     if is_gate(interrupt):
-        return GateForm(interrupt, data)
+        return GateForm(interrupt, data, user=user)
     return form_for(interrupt.response_schema, data)

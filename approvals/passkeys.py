@@ -87,6 +87,7 @@ class PasskeyAdmin(ReadOnlyAdmin):
             "opts": self.model._meta,
             "passkeys": Passkey.objects.filter(user=request.user.pk),
             "needs_password": _signed_in(request).has_usable_password(),
+            "host_refusal": passkeys.host_refusal(passkeys.relying_party(request)),
             "media": self.media,
         }
         return TemplateResponse(request, "approvals/passkeys.html", context)
@@ -146,9 +147,11 @@ def options_view(request: HttpRequest) -> JsonResponse:
     refusal = _identity_refusal(request, user)
     if refusal is not None:
         return refusal
-    options, challenge = passkeys.registration_options(
-        request.user, passkeys.relying_party(request)
-    )
+    rp = passkeys.relying_party(request)
+    refused = passkeys.host_refusal(rp)
+    if refused:
+        return _error("host_unsupported", refused, 400)
+    options, challenge = passkeys.registration_options(request.user, rp)
     request.session[SESSION_CHALLENGE] = b64url(challenge)
     return JsonResponse(options)
 

@@ -15,6 +15,10 @@ from workflows.models import Decision, Interrupt, Invocation
 
 # (approver, workflow, node asked, seconds from asking to deciding, approved).
 QUICK = [("approver", "expense_approval", "manager_approval", 2 + n % 7, True) for n in range(24)]
+# The quick approver decides most days: 22 of their decisions in the last 30 days, enough
+# (RUBBER_STAMP_MIN_DECISIONS, 20) for the default 30-day view to flag them as well as the
+# 90-day one; the last two further back.
+QUICK_RECENT = 22
 CAREFUL = [
     ("approver2", "expense_approval", "manager_approval", seconds, approved)
     for seconds, approved in (
@@ -47,6 +51,15 @@ def _input(workflow: str, index: int) -> dict:
     return {"title": f"Policy note {index}", "brief": "a short internal note"}
 
 
+def _days_back(index: int) -> int:
+    if index < QUICK_RECENT:  # spread over the last 28 days
+        return index * 28 // QUICK_RECENT
+    if index < len(QUICK):
+        return 45 + 25 * (index - QUICK_RECENT)
+    # Each a different day back; neighbours far apart, so every approver spans the period.
+    return (index * 37) % PERIOD_DAYS
+
+
 def seed_decision_history(users: dict[str, Any]) -> None:
     now = timezone.now()
     for index, (username, workflow, node, seconds, approved) in enumerate(HISTORY):
@@ -64,8 +77,7 @@ def seed_decision_history(users: dict[str, Any]) -> None:
             actor=users[username],
             comment=comment,
         )
-        # Each a different day back; neighbours far apart, so every approver spans the period.
-        decided_at = now - timedelta(days=(index * 37) % PERIOD_DAYS, hours=1)
+        decided_at = now - timedelta(days=_days_back(index), hours=1)
         Decision.objects.filter(interrupt=question.id).update(created_at=decided_at)
         Interrupt.objects.filter(pk=question.id).update(
             created_at=decided_at - timedelta(seconds=seconds), resolved_at=decided_at

@@ -6,6 +6,7 @@ decision only with an assertion of one of them over the decision's challenge
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,6 +83,24 @@ def relying_party(request: Any) -> RelyingParty:
         id=rp_id,
         name=hitl_settings.WEBAUTHN_RP_NAME or rp_id,
         origin=hitl_settings.WEBAUTHN_ORIGIN or f"{request.scheme}://{host}",
+    )
+
+
+def host_refusal(rp: RelyingParty) -> str:
+    """Why browsers refuse passkeys for `rp` ("" when they do not): WebAuthn needs a
+    domain name, and a page opened at an IP address (http://127.0.0.1:8000/) has none."""
+    try:
+        address = ipaddress.ip_address(rp.id)
+    except ValueError:
+        return ""
+    named = ""
+    if address.is_loopback:  # the same server under the name browsers accept
+        parts = urlsplit(rp.origin)
+        port = f":{parts.port}" if parts.port else ""
+        named = f" Open this page at {parts.scheme}://localhost{port}/ instead."
+    return (
+        f"Passkeys cannot be added here: this page is at the address {rp.id}, and "
+        f"passkeys need a domain name.{named}"
     )
 
 

@@ -1,10 +1,14 @@
 """The audit list in the admin: viewing and filtering only; no page adds, changes or
-deletes an entry; selected entries download as JSON lines."""
+deletes an entry; selected entries download as JSON lines; newest first, with whom a
+delegate acted for."""
 
 import json
+import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from tests.asking import ask
 from tests.factories import ApproverFactory, StaffFactory
@@ -71,3 +75,20 @@ def test_no_bulk_delete_and_a_download_of_the_selected(staff_client, decided):
     assert response["Content-Type"] == "application/jsonl"
     rows = [json.loads(line) for line in response.content.decode().splitlines()]
     assert [(r["id"], r["entry_hash"]) for r in rows] == [(e.pk, e.entry_hash) for e in chosen]
+
+
+def test_the_list_is_newest_first_and_names_whom_a_delegate_acted_for(staff_client):
+    ada, bob = ApproverFactory(username="ada"), ApproverFactory(username="bob")
+    now = timezone.now()
+    services.delegate(ada, bob, now - timedelta(hours=1), now + timedelta(days=1), actor=ada)
+    question = ask(assignees=["user:ada"])
+    services.decide(question.pk, {"approved": True}, actor=bob)
+    page = staff_client.get(url("changelist"))
+    listed = list(page.context["cl"].result_list)
+    assert [e.pk for e in listed] == sorted((e.pk for e in listed), reverse=True)
+    recorded = AuditEntry.objects.get(action="decision.recorded")
+    assert recorded.on_behalf_of == ada
+    html = page.content.decode()
+    assert "on behalf of" in html.lower()
+    row = re.search(rf"<tr>.*?>{recorded.pk}</a>.*?</tr>", html, re.S)
+    assert row and '<td class="field-for_whom">ada</td>' in row.group(0)

@@ -45,6 +45,9 @@ def test_the_monitor_shows_each_node_runs_effects_and_the_grant_it_passed_on(cli
     assert 'class="hitl-effect-in_doubt"' in page and "in doubt" in page
 
 
+REVOKE = {"action": "revoke", "post": "yes"}  # the confirmation page's "Yes, revoke"
+
+
 def test_the_grants_list_shows_an_approver_their_own_and_revoke_asks_the_rule(client):
     ada = ApproverFactory(username="ada")
     ben = ApproverFactory(username="ben")
@@ -62,13 +65,17 @@ def test_the_grants_list_shows_an_approver_their_own_and_revoke_asks_the_rule(cl
         302,
         403,
     )
-    response = client.post(GRANTS, {"action": "revoke", "_selected_action": [mine.pk]}, follow=True)
+    confirm = client.post(GRANTS, {"action": "revoke", "_selected_action": [mine.pk]})
+    assert confirm.status_code == 200 and b"Yes, revoke" in confirm.content
+    mine.refresh_from_db()
+    assert mine.revoked_at is None, "the action asks before it revokes"
+    response = client.post(GRANTS, {**REVOKE, "_selected_action": [mine.pk]}, follow=True)
     assert "Revoked 1 grant(s)." in [str(m) for m in get_messages(response.wsgi_request)]
     mine.refresh_from_db()
     assert mine.revoked_by == ada
     keeper = grant_answer(StaffFactory(username="keeper", is_superuser=False), "change_grant")
     client.force_login(keeper)
-    client.post(GRANTS, {"action": "revoke", "_selected_action": [theirs.pk]})
+    client.post(GRANTS, {**REVOKE, "_selected_action": [theirs.pk]})
     theirs.refresh_from_db()
     assert theirs.revoked_by == keeper
 
@@ -80,9 +87,7 @@ def test_the_revoke_action_reports_a_refusal_and_changes_nothing(client):
         workflow_name=CHARGE, node_name="charge", scope="always", granted_by=ada
     )
     client.force_login(viewer)
-    response = client.post(
-        GRANTS, {"action": "revoke", "_selected_action": [grant.pk]}, follow=True
-    )
+    response = client.post(GRANTS, {**REVOKE, "_selected_action": [grant.pk]}, follow=True)
     messages = [str(m) for m in get_messages(response.wsgi_request)]
     assert any("did not grant" in m for m in messages)
     grant.refresh_from_db()

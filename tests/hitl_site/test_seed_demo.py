@@ -8,7 +8,7 @@ from django.core.management import call_command, get_commands
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals.figures import dashboard_figures
+from approvals.figures import DEFAULT_PERIOD, dashboard_figures
 from approvals.models import inbox
 from workflows.models import Decision, Delegation, Interrupt, Invocation
 from workflows.policy import answer_policy
@@ -143,6 +143,9 @@ def test_seed_demo_decided_questions_in_the_weeks_before_for_the_dashboard():
     approvers = {approver.name: approver for approver in figures.approvers}
     assert approvers["approver"].rubber_stamp  # every expense approved within seconds
     assert not approvers["approver2"].rubber_stamp and approvers["approver2"].rejections
+    # The page opens on 30 days, and flags them there too.
+    flagged = {a.name for a in dashboard_figures(days=DEFAULT_PERIOD).approvers if a.rubber_stamp}
+    assert flagged == {"approver"}
     assert figures.per_workflow["document_drafting"].median > 86400  # reviews take a day
     assert dashboard_figures(days=7).decisions < dashboard_figures(days=30).decisions
 

@@ -3,6 +3,7 @@ password, remove, each person's own only), and the decision page of a question t
 a signature (the challenge of the form's answer, deciding with the assertion, refusals)."""
 
 import json
+import re
 
 import pytest
 from django.contrib.messages import get_messages
@@ -87,6 +88,25 @@ def test_a_refused_registration_says_why_and_keeps_nothing(alice_client):
     assert refused.status_code == 400
     assert "origin" in refused.json()["detail"]
     assert not PasskeyCredential.objects.exists()
+
+
+def test_at_an_ip_address_the_page_says_passkeys_need_a_name_and_none_is_offered(alice_client):
+    at_address = {"HTTP_HOST": "127.0.0.1:8000"}
+    page = alice_client.get(PASSKEYS, **at_address).content.decode()
+    assert 'id="passkey-host-refused"' in page
+    assert "passkeys need a domain name" in page
+    assert "Open this page at http://localhost:8000/ instead." in page
+    assert re.search(r'id="passkey-add-button"[^>]*disabled', page)
+    refused = alice_client.post(
+        PASSKEYS + "options/",
+        json.dumps({"password": "pw"}),
+        content_type="application/json",
+        **at_address,
+    )
+    assert (refused.status_code, refused.json()["error"]) == (400, "host_unsupported")
+    assert SESSION_CHALLENGE not in alice_client.session
+    by_name = alice_client.get(PASSKEYS, HTTP_HOST="localhost:8000").content.decode()
+    assert 'id="passkey-host-refused"' not in by_name
 
 
 def test_one_removes_ones_own_passkey_not_anothers(alice_client, alice):

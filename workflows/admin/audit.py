@@ -8,18 +8,28 @@ import io
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
 
 from ..audit.documents import export
 from ..models import AuditEntry
 from .base import ReadOnlyAdmin
-from .display import json_block
+from .display import json_block, short_id
 
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdmin):
-    list_display = ["id", "created_at", "action", "actor_name", "invocation", "interrupt_id"]
+    list_display = [
+        "id",
+        "created_at",
+        "action",
+        "actor_name",
+        "for_whom",
+        "invocation_short",
+        "question",
+    ]
     list_filter = ["action", "actor_name", "invocation__workflow_name", "created_at"]
-    list_select_related = ["invocation"]
+    list_select_related = ["invocation", "on_behalf_of"]
+    ordering = ["-id"]  # newest first; the chain's order is the id's
     search_fields = ["=interrupt_id", "=entry_hash", "actor_name"]
     date_hierarchy = "created_at"
     readonly_fields = (
@@ -37,6 +47,25 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     )
     fields = readonly_fields
     actions = ["download"]
+
+    @admin.display(description="on behalf of", ordering="on_behalf_of__username")
+    def for_whom(self, obj: AuditEntry) -> str:
+        return obj.on_behalf_of.get_username() if obj.on_behalf_of else "-"
+
+    @admin.display(description="invocation", ordering="invocation")
+    def invocation_short(self, obj: AuditEntry) -> str:
+        """The workflow and the invocation's shortened id, as the monitor's lists show it."""
+        if obj.invocation is None:
+            return "-"
+        return f"{obj.invocation.workflow_name} {short_id(obj.invocation)}"
+
+    @admin.display(description="question", ordering="interrupt_id")
+    def question(self, obj: AuditEntry) -> str:
+        """The question's id, shortened as the monitor's lists do (the full id is on the
+        entry's page and in the search)."""
+        if not obj.interrupt_id:
+            return "-"
+        return format_html('<span title="{}">{}</span>', obj.interrupt_id, obj.interrupt_id[:8])
 
     @admin.display(description="data")
     def data_json(self, obj: AuditEntry) -> str:

@@ -47,6 +47,10 @@ class GuardedAdmin(admin.ModelAdmin):
     """What a query string or a URL holds never fails a page: the database is not asked
     what it cannot answer."""
 
+    class Media:
+        css = {"all": ["workflows/lists.css"]}
+        js = ["workflows/lists.js"]
+
     def get_object(
         self, request: HttpRequest, object_id: str, from_field: str | None = None
     ) -> Model | None:

@@ -95,7 +95,11 @@ class InvocationAdmin(MonitorAdmin):
 
     @admin.display(description="waiting for")
     def open_questions(self, obj: Invocation) -> str:
-        return "; ".join(i.message or i.id for i in obj.pending_interrupts) or "-"
+        questions = "; ".join(i.message or i.id for i in obj.pending_interrupts)
+        if not questions:
+            return "-"
+        # Three lines at most in the list (lists.css); the whole text in its title.
+        return format_html('<span class="hitl-clamp" title="{}">{}</span>', questions, questions)
 
     @admin.display(description="input")
     def input_json(self, obj: Invocation) -> str:
