@@ -76,12 +76,16 @@ class GateForm(forms.Form):
         policy = grant_policy()
         offered = (properties.get("remember") or {}).get("enum") or []
         scopes = [s for s in offered if not policy.refusal_to_grant(user, s)]
-        if scopes:
+        if offered:
+            # Kept even when none is this approver's (hidden, "no" its only choice): a scope
+            # posted anyway is refused, never silently dropped from an approval.
             self.fields["remember"] = forms.ChoiceField(
                 required=False,
                 label="Remember this approval",
                 choices=[("", "no, ask next time"), *((s, SCOPE_LABELS.get(s, s)) for s in scopes)],
+                widget=forms.Select if scopes else forms.HiddenInput,
             )
+        if scopes:
             self.fields["pins"] = forms.CharField(
                 required=False,
                 label="Only for args like",

@@ -31,8 +31,8 @@ def seeded():
     viewer(username="supervisor")
     now = timezone.now()
     quick, careful = UserFactory(username="quick"), UserFactory(username="careful")
-    for n in range(20):
-        decide(quick, 2 + n % 5, APPROVE, asked=now - timedelta(days=n))
+    for n in range(20):  # each decided seconds after it was asked, all of it in the past
+        decide(quick, 2 + n % 5, APPROVE, asked=now - timedelta(days=n, minutes=1))
     for n, seconds in enumerate((300, 4000, 900, 20000, 1800)):
         decide(careful, seconds, REJECT if n % 2 else APPROVE, asked=now - timedelta(days=n))
     decide(careful, 7200, APPROVE, workflow=MODERATION, asked=now - timedelta(days=1))
