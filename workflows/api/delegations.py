@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -75,6 +75,7 @@ class UserByName(serializers.SlugRelatedField):
         )
 
 
+@extend_schema_serializer(component_name="Delegation")  # its component: DelegationRequest
 class DelegationRequestSerializer(serializers.Serializer):
     """Who stands in for whom, when, in which workflows."""
 
@@ -109,6 +110,11 @@ class DelegationViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Out of office: while a delegation is in force its delegate may answer what its
+    delegator may, in the workflows it names (all when none). You see the delegations you
+    gave, received or made, or all of them with a delegation permission; people are named
+    by `<person>_id` and `<person>_username`."""
+
     queryset = Delegation.objects.select_related("delegator", "delegate", "created_by")
     serializer_class = DelegationSerializer
     filter_backends = [DjangoFilterBackend]

@@ -71,6 +71,10 @@ class StrictBooleanField(forms.Field):
 class StrictBooleanFilter(filters.BooleanFilter):
     field_class = StrictBooleanField
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The text as given: django-filter's BooleanWidget reads "maybe" as no value.
+        super().__init__(*args, **{"widget": forms.TextInput, **kwargs})
+
 
 class DateTimeInputField(IsoDateTimeField):
     """An ISO 8601 date and time, read as every door reads one (workflows.datetimes): in

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -62,6 +62,7 @@ class GrantSerializer(PersonFieldsMixin):
         return grant.is_live(timezone.now())
 
 
+@extend_schema_serializer(component_name="Grant")  # its component: GrantRequest
 class GrantRequestSerializer(serializers.Serializer):
     """A grant made apart from any decision (needs workflows.add_grant)."""
 
@@ -111,6 +112,11 @@ class GrantViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Remembered approvals of an approval gate: while live, the gate's later dispatches in
+    the grant's scope pass without asking. You see the grants you made, or all of them
+    with workflows.view_grant; people are named by `<person>_id` and
+    `<person>_username`."""
+
     queryset = Grant.objects.select_related("granted_by", "revoked_by")
     serializer_class = GrantSerializer
     filter_backends = [filters.DjangoFilterBackend]

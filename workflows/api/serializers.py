@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from ..datetimes import read_datetime
@@ -275,6 +275,9 @@ class FunctionResponsesSerializer(serializers.Serializer):
     )
 
 
+# A request body's component is named for what it asks (drf-spectacular appends "Request"
+# to request components): ChallengeRequest, not ChallengeRequestRequest.
+@extend_schema_serializer(component_name="Challenge")
 class ChallengeRequestSerializer(serializers.Serializer):
     response = AnyJSON(help_text="The answer; see the interrupt's schema (null is none).")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
@@ -299,6 +302,7 @@ class AssertionSerializer(serializers.Serializer):
     clientExtensionResults = AnyJSON(required=False)
 
 
+@extend_schema_serializer(component_name="Decision")
 class DecisionRequestSerializer(ChallengeRequestSerializer):
     assertion = AssertionSerializer(
         required=False,

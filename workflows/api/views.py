@@ -195,6 +195,11 @@ class InvocationViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Runs of a workflow: start one (workflows.add_invocation), follow its status, node
+    runs, open questions and session events, cancel or retry it. You see the invocations
+    you started, or all of them with workflows.view_invocation; people are named by
+    `<person>_id` and `<person>_username`."""
+
     queryset = Invocation.objects.select_related("started_by")
     serializer_class = InvocationSerializer
     filter_backends = [DjangoFilterBackend]
@@ -318,6 +323,11 @@ class InterruptViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Questions a workflow waits on. You see the ones you may answer (assigned to you or
+    a group of yours, or to someone you stand in for); a question you may not see is a 404
+    for its detail and for every action on it, one you see but may not act on a 403.
+    People are named by `<person>_id` and `<person>_username`."""
+
     queryset = Interrupt.objects.select_related(*PEOPLE_OF_INTERRUPTS)
     serializer_class = InterruptSummarySerializer
     pagination_class = InboxPagination
