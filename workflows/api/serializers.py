@@ -66,7 +66,7 @@ class PersonFieldsMixin(serializers.ModelSerializer):
 
     def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
-        model = self.Meta.model
+        model: Any = self.Meta.model
         for name, who in getattr(self.Meta, "person_fields", ()):
             fields.update(person_fields(name, who, model._meta.get_field(name).null))
         return fields
