@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 from django.utils import timezone
 
+from tests.gates.gated import REFUND
 from workflows import grants, services
 
 from .conftest import error_of, pending, snapshot, start, user_with
@@ -76,8 +77,6 @@ def test_delegations_and_grants_name_people_both_ways(client_for):
     (row,) = client_for(ada).get("/api/delegations/").json()["results"]
     assert person(row, "delegator", ada) and person(row, "delegate", bob)
     assert person(row, "created_by", ada) and row["delegator"] == ada.username
-    from tests.gates.gated import REFUND
-
     boss = user_with("workflows.add_grant")
     grants.create_grant(REFUND, "refund", "always", actor=boss)
     (grant,) = client_for(boss).get("/api/grants/").json()["results"]
@@ -85,21 +84,32 @@ def test_delegations_and_grants_name_people_both_ways(client_for):
     assert (grant["revoked_by_id"], grant["revoked_by_username"]) == (None, None)
 
 
-def test_person_filters_take_an_id_or_a_username(api, operator, client_for):
+def test_person_filters_take_an_id_or_a_username(client_for):
+    staff = user_with("workflows.add_invocation", "workflows.view_invocation", ANSWERER)
     other = user_with("workflows.add_invocation", ANSWERER)
-    mine, theirs = start(user=operator), start(user=other)
-    api.post(f"/api/interrupts/{pending(mine)[0].id}/claim/")
+    mine, theirs = start(user=staff), start(user=other)
+    client = client_for(staff)
+    client.post(f"/api/interrupts/{pending(mine)[0].id}/claim/")
 
     def ids(url):
-        response = api.get(url)
+        response = client.get(url)
         assert response.status_code == 200, response.json()
         return {row["id"] for row in response.json()["results"]}
 
-    for who in (operator.pk, operator.username):
-        assert ids(f"/api/invocations/?started_by={who}") == {str(mine.pk)}
-        assert ids(f"/api/interrupts/?claimed_by={who}") == {pending(mine)[0].id}
-    assert ids(f"/api/invocations/?started_by={quote(other.username)}") == set()  # not visible
-    assert theirs.pk
+    for who, invocation in [(staff, mine), (other, theirs)]:
+        for named in (who.pk, quote(who.username)):
+            assert ids(f"/api/invocations/?started_by={named}") == {str(invocation.pk)}
+    for named in (staff.pk, quote(staff.username)):
+        assert ids(f"/api/interrupts/?claimed_by={named}") == {pending(mine)[0].id}
+    assert ids("/api/interrupts/?claimed_by=nobody") == set()
+
+
+def test_digits_name_the_user_with_that_id_and_the_user_with_that_username(client_for):
+    staff = user_with("workflows.add_invocation", "workflows.view_invocation")
+    digits = user_with("workflows.add_invocation", username=str(staff.pk))
+    by_id, by_name = start(user=staff), start(user=digits)
+    listed = client_for(staff).get(f"/api/invocations/?started_by={staff.pk}").json()
+    assert {row["id"] for row in listed["results"]} == {str(by_id.pk), str(by_name.pk)}
 
 
 def test_delegations_filter_by_people_activity_and_workflow(client_for):

@@ -323,10 +323,10 @@ class InterruptViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Questions a workflow waits on. You see the ones you may answer (assigned to you or
-    a group of yours, or to someone you stand in for); a question you may not see is a 404
-    for its detail and for every action on it, one you see but may not act on a 403.
-    People are named by `<person>_id` and `<person>_username`."""
+    """Questions a workflow waits on. You see the ones you may answer (assigned to you, a
+    group of yours or nobody in particular, or to someone you stand in for); a question you
+    may not see is a 404 for its detail and for every action on it, one you see but may not
+    act on a 403. People are named by `<person>_id` and `<person>_username`."""
 
     queryset = Interrupt.objects.select_related(*PEOPLE_OF_INTERRUPTS)
     serializer_class = InterruptSummarySerializer
