@@ -37,8 +37,24 @@ def test_a_page_size_that_is_not_a_small_ascii_number_is_a_400(api, url, page_si
     [("/api/invocations/", "started_by"), ("/api/interrupts/", "claimed_by")],
 )
 @pytest.mark.parametrize("value", ["1e20", "99999999999999999999", "1.5", "²"])
-def test_a_user_id_no_id_column_holds_is_a_400(api, url, parameter, value):
+def test_a_person_no_id_column_holds_is_read_as_a_username(api, url, parameter, value):
+    """Not an id a 64-bit column holds: a username (nobody's here), never a query the
+    database fails on."""
     response = api.get(f"{url}?{parameter}={quote(value)}")
+    assert response.status_code == 200, response.content
+    assert response.json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/invocations/", "started_by"),
+        ("/api/interrupts/", "claimed_by"),
+        ("/api/delegations/", "delegate"),
+    ],
+)
+def test_a_person_longer_than_any_username_is_a_400(api, url, parameter):
+    response = api.get(f"{url}?{parameter}={'a' * 151}")
     assert error_of(response) == (400, "invalid_request", parameter)
 
 

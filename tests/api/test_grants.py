@@ -63,7 +63,13 @@ def test_posting_a_grant_needs_add_grant_and_a_gate_that_allows_its_scope(client
     assert error_of(client_for(plain).post("/api/grants/", body, format="json"))[0] == 403
     assert error_of(
         client_for(boss).post("/api/grants/", {**body, "node_name": "revise"}, format="json")
-    ) == (400, "invalid_grant", "node")
+    ) == (400, "invalid_grant", "node_name")
+    unknown = {**body, "workflow_name": "no_such_workflow"}
+    assert error_of(client_for(boss).post("/api/grants/", unknown, format="json")) == (
+        400,
+        "unknown_workflow",
+        "workflow_name",
+    )
     assert error_of(
         client_for(boss).post("/api/grants/", {**body, "scope": "forever"}, format="json")
     )[:2] == (400, "invalid_request")

@@ -3,6 +3,7 @@ every operation documents its errors, and schemathesis checks the live API again
 (authenticated): no server error, every response matches the schema, and every rejected
 request leaves the database as it was."""
 
+import inspect
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from rest_framework.test import APIClient
 from schemathesis import checks
 
 from tests.factories import StaffFactory
+from workflows.api.views import ApiViewMixin, ObjectLookupMixin
 
 from .conftest import snapshot, start
 
@@ -61,6 +63,40 @@ def test_schema_documents_every_row_of_the_http_table_with_its_errors():
     detail = schema["components"]["schemas"]["InterruptDetail"]["properties"]
     assert "response_schema" in detail and "payload" in detail
     assert "DESIGN" not in json.dumps(schema)  # descriptions say the rules themselves
+
+
+def test_every_operation_describes_itself_not_an_internal_base_class():
+    schema = APIClient().get("/api/schema/?format=json").json()
+    internal = {inspect.getdoc(base) for base in (ApiViewMixin, ObjectLookupMixin)}
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            assert operation.get("summary") or path == "/api/schema/", (method, path)
+            assert operation.get("description"), (method, path)
+            assert operation["description"] not in internal, (method, path)
+
+
+def test_components_are_named_once_and_usernames_are_not_described_as_input():
+    schema = APIClient().get("/api/schema/?format=json").json()
+    components = schema["components"]["schemas"]
+    assert not [name for name in components if name.endswith("RequestRequest")]
+    assert {"DecisionRequest", "ChallengeRequest", "GrantRequest", "DelegationRequest"} <= set(
+        components
+    )
+    assert "150 characters or fewer" not in json.dumps(schema)
+    # Every person an object names, by id and by username.
+    people = {
+        "InterruptSummary": ["claimed_by", "resolved_by"],
+        "Invocation": ["started_by"],
+        "Decision": ["actor", "on_behalf_of"],
+        "Grant": ["granted_by", "revoked_by"],
+        "Delegation": ["delegator", "delegate", "created_by"],
+    }
+    for component, names in people.items():
+        properties = components[component]["properties"]
+        for name in names:
+            assert properties[f"{name}_id"]["type"] == "integer", (component, name)
+            assert properties[f"{name}_username"]["type"] == "string", (component, name)
+            assert properties[f"{name}_username"]["readOnly"] is True
 
 
 def test_swagger_ui_and_redoc_load_their_assets_locally():

@@ -57,12 +57,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TABLE = """
 rule                   svc_ans  svc_dec  api_ans  api_dec  email  slack  page   bulk
 assignee               ok       ok       ok       ok       ok     ok     ok     ok
-non_assignee           deny     deny     deny     deny     no     no     no     no
+non_assignee           deny     deny     deny     hidden   no     no     no     no
 four_eyes_other        ok       ok       ok       ok       ok     ok     ok     ok
-four_eyes_starter      deny     deny     deny     deny     no     no     no     no
-delegate_of_starter    deny     deny     deny     deny     no     no     no     no
+four_eyes_starter      deny     deny     deny     hidden   no     no     no     no
+delegate_of_starter    deny     deny     deny     hidden   no     no     no     no
 delegate_of_assignee   ok       ok       ok       ok       ok     ok     ok     ok
-expired_delegation     deny     deny     deny     deny     no     no     no     no
+expired_delegation     deny     deny     deny     hidden   no     no     no     no
 quorum_direct          quorum   vote     quorum   vote     vote   vote   vote   vote
 second_vote            quorum   twice    quorum   twice    no     no     no     no
 signature_missing      unsigned unsigned unsigned unsigned no     no     no     no
@@ -74,6 +74,8 @@ remember_always_staff  ok       ok       ok       ok       n/a    n/a    ok     
 # The refusals by the code a client reads (the services' exception, the API's `error`).
 CODES = {
     "deny": "permission_denied",
+    # The API's actions on a question the caller may not see: a 404, as its detail.
+    "hidden": "unknown_interrupt",
     "unsigned": "signature_required",
     "badsig": "invalid_signature",
     "quorum": "decision_required",

@@ -9,7 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -20,22 +21,19 @@ from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
 from ..people.out_of_office import delegation_key
 from ..policy import delegation_policy
+from .filters import DelegationFilter
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
-from .serializers import DateTimeInput
+from .serializers import DateTimeInput, PersonFieldsMixin, UsernameField
 from .views import ApiViewMixin, ObjectLookupMixin
 
 # The largest id a BigAutoField holds: a larger one names no delegation.
 
 
-def _username_field() -> serializers.SlugRelatedField[Any]:
-    return serializers.SlugRelatedField(slug_field=get_user_model().USERNAME_FIELD, read_only=True)
-
-
-class DelegationSerializer(serializers.ModelSerializer):
-    delegator = _username_field()
-    delegate = _username_field()
-    created_by = _username_field()
+class DelegationSerializer(PersonFieldsMixin):
+    delegator = UsernameField(allow_null=False, help_text="Same as `delegator_username`.")
+    delegate = UsernameField(allow_null=False, help_text="Same as `delegate_username`.")
+    created_by = UsernameField(help_text="Same as `created_by_username`.")
     workflows = serializers.ListField(child=serializers.CharField(), read_only=True)
     active = serializers.SerializerMethodField(help_text="In force now.")
 
@@ -54,6 +52,11 @@ class DelegationSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+        person_fields = [
+            ("delegator", "whose work it hands over"),
+            ("delegate", "who stands in"),
+            ("created_by", "who made it"),
+        ]
 
     def get_active(self, delegation: Delegation) -> bool:
         now = timezone.now()
@@ -72,6 +75,7 @@ class UserByName(serializers.SlugRelatedField):
         )
 
 
+@extend_schema_serializer(component_name="Delegation")  # its component: DelegationRequest
 class DelegationRequestSerializer(serializers.Serializer):
     """Who stands in for whom, when, in which workflows."""
 
@@ -106,8 +110,15 @@ class DelegationViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Out of office: while a delegation is in force its delegate may answer what its
+    delegator may, in the workflows it names (all when none). You see the delegations you
+    gave, received or made, or all of them with a delegation permission; people are named
+    by `<person>_id` and `<person>_username`."""
+
     queryset = Delegation.objects.select_related("delegator", "delegate", "created_by")
     serializer_class = DelegationSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = DelegationFilter
     lookup_value_regex = "[^/]+"
     not_found_error = UnknownDelegationError
 

@@ -95,9 +95,12 @@ def _first_error(detail: Any, path: tuple[str, ...] = ()) -> tuple[str | None, A
     return (".".join(path) or None), str(detail)
 
 
-def _workflow_error_response(exc: WorkflowError | UnknownWorkflowError) -> Response:
+def _workflow_error_response(
+    exc: WorkflowError | UnknownWorkflowError, request_fields: dict[str, str]
+) -> Response:
     code = exc.code
     field = getattr(exc, "field", None) or FIELD_BY_CODE.get(code)
+    field = request_fields.get(field, field) if field else None
     status_code = STATUS_BY_CODE.get(code, status.HTTP_400_BAD_REQUEST)
     if getattr(exc, "too_large", False):  # a value over a size limit, whatever its code
         code, status_code = "payload_too_large", status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
@@ -117,7 +120,9 @@ def _validation_detail(exc: DjangoValidationError) -> dict[str, list[str]]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler of the API views (set on their base class)."""
     if isinstance(exc, (WorkflowError, UnknownWorkflowError)):
-        return _workflow_error_response(exc)
+        # A view whose request names a field otherwise than the services do says how.
+        request_fields = getattr(context.get("view"), "request_fields", {})
+        return _workflow_error_response(exc, request_fields)
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(str(exc))
     elif isinstance(exc, Http404):

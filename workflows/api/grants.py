@@ -8,29 +8,27 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 from django_filters import rest_framework as filters
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import grants
-from ..engine.errors import UnknownGrantError
+from ..engine.errors import InvalidGrantError, UnknownGrantError
 from ..engine.status import GrantScope
 from ..gate_models import Grant
+from ..registry import registry
+from .filters import StrictBooleanFilter
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
-from .serializers import AnyJSON, DateTimeInput
+from .serializers import AnyJSON, DateTimeInput, PersonFieldsMixin, UsernameField
 from .views import ApiViewMixin, ObjectLookupMixin
 
 
-class GrantSerializer(serializers.ModelSerializer):
-    granted_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
-    )
-    revoked_by: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
-    )
+class GrantSerializer(PersonFieldsMixin):
+    granted_by = UsernameField(help_text="Same as `granted_by_username`.")
+    revoked_by = UsernameField(help_text="Same as `revoked_by_username`.")
     pins = AnyJSON(read_only=True)
     live = serializers.SerializerMethodField(help_text="Not revoked, not expired, uses left.")
     uses = serializers.IntegerField(source="uses.count", read_only=True)
@@ -55,11 +53,16 @@ class GrantSerializer(serializers.ModelSerializer):
             "interrupt_id",
         ]
         read_only_fields = fields
+        person_fields = [
+            ("granted_by", "who granted it"),
+            ("revoked_by", "who revoked it (null: not revoked)"),
+        ]
 
     def get_live(self, grant: Grant) -> bool:
         return grant.is_live(timezone.now())
 
 
+@extend_schema_serializer(component_name="Grant")  # its component: GrantRequest
 class GrantRequestSerializer(serializers.Serializer):
     """A grant made apart from any decision (needs workflows.add_grant)."""
 
@@ -82,7 +85,7 @@ class GrantRequestSerializer(serializers.Serializer):
 class GrantFilter(filters.FilterSet):
     workflow = filters.CharFilter(field_name="workflow_name")
     node = filters.CharFilter(field_name="node_name")
-    live = filters.BooleanFilter(method="filter_live", label="Live (not revoked, expired, used up)")
+    live = StrictBooleanFilter(method="filter_live", label="Live (not revoked, expired, used up)")
 
     class Meta:
         model = Grant
@@ -109,12 +112,19 @@ class GrantViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
+    """Remembered approvals of an approval gate: while live, the gate's later dispatches in
+    the grant's scope pass without asking. You see the grants you made, or all of them
+    with workflows.view_grant; people are named by `<person>_id` and
+    `<person>_username`."""
+
     queryset = Grant.objects.select_related("granted_by", "revoked_by")
     serializer_class = GrantSerializer
     filter_backends = [filters.DjangoFilterBackend]
     filterset_class = GrantFilter
     lookup_value_regex = "[^/]+"
     not_found_error = UnknownGrantError
+    # The services' names of the fields of a grant, as the request names them.
+    request_fields = {"workflow": "workflow_name", "node": "node_name"}
 
     def get_queryset(self) -> QuerySet[Grant]:
         queryset = super().get_queryset()
@@ -133,13 +143,14 @@ class GrantViewSet(
         given = GrantRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         data: dict[str, Any] = dict(given.validated_data)
-        grant = grants.create_grant(
-            data.pop("workflow_name"),
-            data.pop("node_name"),
-            data.pop("scope"),
-            actor=request.user,
-            **data,
-        )
+        workflow_name = data.pop("workflow_name")
+        try:
+            grant = grants.create_grant(
+                workflow_name, data.pop("node_name"), data.pop("scope"), actor=request.user, **data
+            )
+        except InvalidGrantError:
+            registry.get(workflow_name)  # no gate of an unknown workflow: say which is unknown
+            raise
         return Response(GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -28,7 +28,7 @@ class StrictPageSize:
         if given is not None and not (
             _SMALL_NUMBER.fullmatch(given) and 1 <= int(given) <= self.max_page_size
         ):
-            raise ValidationError({PAGE_SIZE: f"an integer from 1 to {self.max_page_size}"})
+            raise ValidationError({PAGE_SIZE: [f"an integer from 1 to {self.max_page_size}"]})
         return super().get_page_size(request)  # type: ignore[misc]
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:

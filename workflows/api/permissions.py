@@ -5,7 +5,9 @@
 - Starting an invocation needs the model permission `workflows.add_invocation`.
 - Answering, deciding, claiming and releasing ask the answer rule the Django way,
   `user.has_perm("workflows.answer_interrupt", interrupt)`; lists of interrupts are scoped
-  with the rule's queryset counterpart (`answer_policy().answerable`).
+  with the rule's queryset counterpart (`answer_policy().answerable`). A question outside
+  it is a 404 for every action, as for its detail (its existence is not told); releasing
+  also finds the caller's own claims, and every question for a supervisor.
 - A caller sees the invocations it started, or all of them with `workflows.view_invocation`.
 - Cancelling and retrying ask the services' one rule,
   `user.has_perm("workflows.cancel_invocation", invocation)` (`retry_invocation`): the
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -24,6 +26,7 @@ from ..models import Interrupt, Invocation
 from ..policy import (
     ANSWER_PERMISSION,
     CANCEL_PERMISSION,
+    REASSIGN_PERMISSION,
     RETRY_PERMISSION,
     answer_policy,
     control_refusal,
@@ -44,6 +47,16 @@ def visible_invocations(user: Any, queryset: QuerySet[Invocation]) -> QuerySet[I
 
 def answerable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
     return answer_policy().answerable(user, queryset)
+
+
+def releasable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
+    """The interrupts `user` sees to release: all for a supervisor, else those they may
+    answer or have claimed (services.release says whether they may)."""
+    if user.has_perm(REASSIGN_PERMISSION):
+        return queryset
+    return queryset.filter(
+        Q(pk__in=answerable_interrupts(user, queryset).values("pk")) | Q(claimed_by=user.pk)
+    )
 
 
 def may_answer(user: Any, interrupt: Interrupt) -> bool:

@@ -20,8 +20,9 @@ ERROR_DESCRIPTIONS = {
     403: "Not allowed (`permission_denied`): the answer rule or a model permission refused; "
     "or the question needs a passkey's signature and none came (`signature_required`), the "
     "caller has no passkey (`no_passkey`), or the signature does not hold (`invalid_signature`).",
-    404: "Unknown interrupt, invocation, grant or workflow (`unknown_interrupt`, "
-    "`unknown_invocation`, `unknown_grant`, `not_found`).",
+    404: "Unknown interrupt, invocation, grant, delegation or workflow, or one you may not "
+    "see (`unknown_interrupt`, `unknown_invocation`, `unknown_grant`, `unknown_delegation`, "
+    "`not_found`).",
     409: "Conflict: the interrupt is not pending or was answered differently "
     "(`interrupt_not_pending`), the caller already decided (`already_decided`), the "
     "question needs several approvals and takes decisions only (`decision_required`), or "

@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from ..datetimes import read_datetime
@@ -30,6 +30,46 @@ class DateTimeInput(serializers.DateTimeField):
             return read_datetime(value)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc), code="invalid") from None
+
+
+class UserIdField(serializers.IntegerField):
+    """A person's user id (null: nobody), read from the model's `<person>_id` column."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{"read_only": True, "allow_null": True, **kwargs})
+
+
+class UsernameField(serializers.CharField):
+    """A person's username (null: nobody), read from the user at `source`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{"read_only": True, "allow_null": True, **kwargs})
+
+    def to_representation(self, value: Any) -> str:
+        return str(value.get_username())
+
+
+def person_fields(name: str, who: str, nullable: bool) -> dict[str, serializers.Field]:
+    """The API names every person twice: `<name>_id` and `<name>_username` (`who` says
+    what the person is to the object, for the schema)."""
+    return {
+        f"{name}_id": UserIdField(allow_null=nullable, help_text=f"The user id of {who}."),
+        f"{name}_username": UsernameField(
+            source=name, allow_null=nullable, help_text=f"The username of {who}."
+        ),
+    }
+
+
+class PersonFieldsMixin(serializers.ModelSerializer):
+    """Adds `person_fields` for each (name, who) in `Meta.person_fields`: every person an
+    object names, by id and by username."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        model: Any = self.Meta.model
+        for name, who in getattr(self.Meta, "person_fields", ()):
+            fields.update(person_fields(name, who, model._meta.get_field(name).null))
+        return fields
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -83,7 +123,7 @@ class EscalationStepSerializer(serializers.Serializer):
     )
 
 
-class InterruptSummarySerializer(serializers.ModelSerializer):
+class InterruptSummarySerializer(PersonFieldsMixin):
     workflow = serializers.CharField(source="workflow_name")
     escalation = EscalationStepSerializer(
         many=True,
@@ -99,12 +139,8 @@ class InterruptSummarySerializer(serializers.ModelSerializer):
         help_text="When the next step is due (null: none left); a question no longer "
         "pending takes no further step.",
     )
-    claimed_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
-        read_only=True, allow_null=True
-    )
-    resolved_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
-        read_only=True, allow_null=True
-    )
+    claimed_by = UserIdField(source="claimed_by_id", help_text="Same as `claimed_by_id`.")
+    resolved_by = UserIdField(source="resolved_by_id", help_text="Same as `resolved_by_id`.")
 
     class Meta:
         model = Interrupt
@@ -131,6 +167,10 @@ class InterruptSummarySerializer(serializers.ModelSerializer):
             "created_at",
             "resolved_by",
             "resolved_at",
+        ]
+        person_fields = [
+            ("claimed_by", "who claimed it (null: nobody)"),
+            ("resolved_by", "who resolved it (null: not resolved by a person)"),
         ]
 
 
@@ -167,13 +207,11 @@ class NodeRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class InvocationSerializer(serializers.ModelSerializer):
+class InvocationSerializer(PersonFieldsMixin):
     workflow = serializers.CharField(source="workflow_name")
     input = AnyJSON(read_only=True)
     output = AnyJSON(read_only=True)
-    started_by: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
-        read_only=True, allow_null=True
-    )
+    started_by = UserIdField(source="started_by_id", help_text="Same as `started_by_id`.")
 
     class Meta:
         model = Invocation
@@ -191,6 +229,7 @@ class InvocationSerializer(serializers.ModelSerializer):
             "updated_at",
             "finished_at",
         ]
+        person_fields = [("started_by", "who started it (null: the system)")]
 
 
 class InvocationDetailSerializer(InvocationSerializer):
@@ -236,6 +275,9 @@ class FunctionResponsesSerializer(serializers.Serializer):
     )
 
 
+# A request body's component is named for what it asks (drf-spectacular appends "Request"
+# to request components): ChallengeRequest, not ChallengeRequestRequest.
+@extend_schema_serializer(component_name="Challenge")
 class ChallengeRequestSerializer(serializers.Serializer):
     response = AnyJSON(help_text="The answer; see the interrupt's schema (null is none).")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
@@ -260,6 +302,7 @@ class AssertionSerializer(serializers.Serializer):
     clientExtensionResults = AnyJSON(required=False)
 
 
+@extend_schema_serializer(component_name="Decision")
 class DecisionRequestSerializer(ChallengeRequestSerializer):
     assertion = AssertionSerializer(
         required=False,
@@ -298,8 +341,9 @@ class ChallengeSerializer(serializers.Serializer):
     userVerification = serializers.CharField()
 
 
-class DecisionSerializer(serializers.ModelSerializer):
+class DecisionSerializer(PersonFieldsMixin):
     response = AnyJSON(read_only=True)
+    actor = UserIdField(source="actor_id", allow_null=False, help_text="Same as `actor_id`.")
     interrupt_status = serializers.CharField(
         source="interrupt.status",
         read_only=True,
@@ -316,6 +360,10 @@ class DecisionSerializer(serializers.ModelSerializer):
             "comment",
             "created_at",
             "interrupt_status",
+        ]
+        person_fields = [
+            ("actor", "who decided"),
+            ("on_behalf_of", "whom the actor stood in for (null: decided in their own right)"),
         ]
 
 

@@ -40,6 +40,7 @@ from .permissions import (
     CanControlInvocation,
     CanStartInvocation,
     answerable_interrupts,
+    releasable_interrupts,
     visible_invocations,
 )
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
@@ -170,6 +171,9 @@ class ObjectLookupMixin(_ViewSet):
             raise self.not_found_error(self.kwargs[self.lookup_field]) from None
 
 
+# The people an interrupt names (by id and username in its serializers).
+PEOPLE_OF_INTERRUPTS = ("claimed_by", "resolved_by")
+
 # Cancel and retry find the invocation among all of them, so the rule answers 403, not 404.
 CONTROL_ACTIONS = {"cancel", "retry"}
 
@@ -191,7 +195,12 @@ class InvocationViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
-    queryset = Invocation.objects.all()
+    """Runs of a workflow: start one (workflows.add_invocation), follow its status, node
+    runs, open questions and session events, cancel or retry it. You see the invocations
+    you started, or all of them with workflows.view_invocation; people are named by
+    `<person>_id` and `<person>_username`."""
+
+    queryset = Invocation.objects.select_related("started_by")
     serializer_class = InvocationSerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = InvocationFilter
@@ -213,7 +222,9 @@ class InvocationViewSet(
                 Prefetch("node_runs", queryset=NodeRun.objects.order_by("id")),
                 Prefetch(
                     "interrupts",
-                    queryset=Interrupt.objects.filter(status=InterruptStatus.PENDING),
+                    queryset=Interrupt.objects.filter(
+                        status=InterruptStatus.PENDING
+                    ).select_related(*PEOPLE_OF_INTERRUPTS),
                     to_attr="open_interrupts",
                 ),
             )
@@ -288,9 +299,9 @@ class InvocationViewSet(
 
 
 LIST_DEFERRED = ["payload", "response_schema", "response", "on_timeout"]
-# Acting on one interrupt finds it among all of them, so the rule answers 403, not 404.
-INTERRUPT_ACTIONS = {"decisions", "challenge", "claim", "release"}
-# Releasing is for the claimer or a supervisor: services.release decides.
+# A question the caller may not see is a 404 whatever they ask of it (as its detail is);
+# one they see but may not act on, a 403. Releasing is for the claimer or a supervisor:
+# services.release decides.
 ANSWERING_ACTIONS = {"decisions", "challenge", "claim"}
 
 
@@ -312,7 +323,12 @@ class InterruptViewSet(
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,
 ):
-    queryset = Interrupt.objects.all()
+    """Questions a workflow waits on. You see the ones you may answer (assigned to you, a
+    group of yours or nobody in particular, or to someone you stand in for); a question you
+    may not see is a 404 for its detail and for every action on it, one you see but may not
+    act on a 403. People are named by `<person>_id` and `<person>_username`."""
+
+    queryset = Interrupt.objects.select_related(*PEOPLE_OF_INTERRUPTS)
     serializer_class = InterruptSummarySerializer
     pagination_class = InboxPagination
     filter_backends = [DjangoFilterBackend]
@@ -323,10 +339,10 @@ class InterruptViewSet(
 
     def get_queryset(self) -> QuerySet[Interrupt]:
         queryset = super().get_queryset()
-        if self.action in INTERRUPT_ACTIONS:
-            return queryset.select_related("invocation")
+        if self.action == "release":
+            return releasable_interrupts(self.request.user, queryset).select_related("invocation")
         if self.action != "list":
-            return answerable_interrupts(self.request.user, queryset)
+            return answerable_interrupts(self.request.user, queryset).select_related("invocation")
         queryset = queryset.defer(*LIST_DEFERRED)  # the wide JSON columns are for the detail
         view = self.request.query_params.get("view")
         if view is None:
@@ -334,7 +350,7 @@ class InterruptViewSet(
         try:
             return waiting_for(self.request.user, view, queryset)
         except UnknownViewError as exc:
-            raise ValidationError({"view": str(exc)}) from exc
+            raise ValidationError({"view": [str(exc)]}) from exc
 
     def get_serializer_class(self) -> type[serializers.Serializer]:
         if self.action == "list":
