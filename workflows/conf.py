@@ -108,6 +108,13 @@ DEFAULTS: dict[str, Any] = {
     "RUBBER_STAMP_MIN_DECISIONS": 20,
     "RUBBER_STAMP_APPROVAL_RATE": 0.95,
     "RUBBER_STAMP_MEDIAN_SECONDS": 10,
+    # The live stream (docs/agents.md): open streams one process serves (the next is
+    # refused with 503 before it takes a database connection), the keep-alive comment's
+    # period (proxies close a silent connection), and how often a stream re-reads where
+    # nothing wakes it (SQLite, a WSGI server).
+    "STREAM_MAX_CLIENTS": 1000,
+    "STREAM_KEEPALIVE_SECONDS": 15,
+    "STREAM_POLL_SECONDS": 0.5,
 }
 
 

@@ -9,6 +9,7 @@ from rest_framework.routers import SimpleRouter
 
 from .delegations import DelegationViewSet
 from .grants import GrantViewSet
+from .stream import InvocationStreamView
 from .views import (
     FunctionResponseViewSet,
     InterruptViewSet,
@@ -28,6 +29,7 @@ router.register("grants", GrantViewSet, basename="grant")
 router.register("delegations", DelegationViewSet, basename="delegation")
 
 urlpatterns = [
+    path("invocations/<str:pk>/stream/", InvocationStreamView.as_view(), name="invocation-stream"),
     *router.urls,
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
