@@ -54,6 +54,7 @@ from .policy import (
     voting_for,
 )
 from .registry import registry
+from .sessions import open_session
 from .signals import decision_recorded
 from .transactions import locked_checkpoint, store, write_transaction
 from .worker import (
@@ -75,6 +76,7 @@ __all__ = [
     "execute",
     "expire_overdue_interrupts",
     "fail",
+    "open_session",
     "reassign",
     "recover_stalled",
     "release",

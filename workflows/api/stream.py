@@ -73,14 +73,16 @@ class InvocationStreamView(ApiViewMixin, APIView):
         except stream.StreamCapacityError as exc:
             raise StreamBusy(str(exc)) from None
         reader = stream.StreamReader(str(key), request.user)
-        if isinstance(request._request, ASGIRequest):
-            content: Any = stream.async_messages(reader, after, slot)
-        else:
-            content = stream.messages(reader, after, slot)
-        response = StreamingHttpResponse(content, content_type="text/event-stream")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
-        # A response the server never iterates (the client left first) still gives its
-        # place back when the server closes it.
-        response._resource_closers.insert(0, slot.release)
-        return response
+        asgi = isinstance(request._request, ASGIRequest)
+        return event_stream(stream.live_stream(reader, after, slot, asgi=asgi), slot)
+
+
+def event_stream(content: Any, slot: stream.Slot) -> StreamingHttpResponse:
+    """A text/event-stream response that no proxy buffers and that gives back its place
+    whichever comes first: its end, or the server closing it (a response the server never
+    iterates, when the client left first)."""
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+    response._resource_closers.insert(0, slot.release)
+    return response

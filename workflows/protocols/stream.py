@@ -22,7 +22,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +33,7 @@ from django.db import close_old_connections
 
 from workflows.conf import hitl_settings
 from workflows.engine.status import NodeStatus
-from workflows.models import Invocation, SessionEvent
+from workflows.models import ANSWERED_STATUSES, Interrupt, Invocation, SessionEvent
 
 from . import wakeup
 from .visibility import questions, shown
@@ -85,10 +85,20 @@ def sse(data: Any, event: str, position: Position | None = None) -> str:
 
 @dataclass
 class Batch:
-    messages: list[str] = field(default_factory=list)
+    """What a read found after a position: the session events (at most BATCH), the
+    position after them, and the invocation as it was before they were read."""
+
+    events: list[SessionEvent] = field(default_factory=list)
     position: Position = Position()
-    finished: bool = False  # the invocation is final and everything was sent
+    status: NodeStatus = NodeStatus.PENDING
+    output: Any = None
+    error: str = ""
     more: bool = False  # a full batch: read again at once
+    stopped: bool = False  # final, or waiting on questions with no answer to apply
+
+    @property
+    def final(self) -> bool:
+        return self.status.is_final and not self.more
 
 
 def event_data(event: SessionEvent, user: Any, asked: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +112,8 @@ def event_data(event: SessionEvent, user: Any, asked: dict[str, Any]) -> dict[st
         else:
             question = shown(interrupt, user)
             visible = "payload" in question  # the envelope, not the withheld form
-            calls.append(
-                {**call, "args": call.get("args") if visible else None, "question": question}
-            )
+            args = call.get("args") if visible else None
+            calls.append({**call, "args": args, "question": question})
     return {
         "id": event.pk,
         "invocation": str(event.invocation_id),
@@ -132,40 +141,54 @@ def node_run_data(event: SessionEvent) -> dict[str, Any]:
     }
 
 
+EVENT_FIELDS = [f.name for f in SessionEvent._meta.concrete_fields]
+
+
 class StreamReader:
-    """Reads what an invocation's stream sends next, as `user` may see it."""
+    """Reads an invocation's events after a position."""
 
     def __init__(self, invocation_id: str, user: Any) -> None:
         self.invocation_id = invocation_id
         self.user = user
 
     def read(self, after: Position) -> Batch:
-        # The status first: a final status was committed with (or after) the last events,
-        # so events read after it are all there are.
-        invocation = Invocation.objects.only("status", "output", "error").get(pk=self.invocation_id)
+        # The invocation first: a status was committed with (or after) the events that
+        # led to it, so the events read next include them all.
+        invocation = Invocation.objects.only("status", "output", "error", "lease_owner").get(
+            pk=self.invocation_id
+        )
         rows = list(
             SessionEvent.objects.filter(invocation_id=self.invocation_id, id__gte=after.event_id)
             .order_by("id")
             .only(*EVENT_FIELDS)[: BATCH + 1]
         )
-        batch = Batch(position=after, more=len(rows) > BATCH)
-        rows = rows[:BATCH]
-        ids = [c.get("id") for e in rows for c in e.function_calls or [] if isinstance(c, dict)]
-        asked = questions([i for i in ids if isinstance(i, str)]) if ids else {}
-        for event in rows:
-            position = Position(event.pk)
-            if position > after:
-                batch.messages.append(sse(event_data(event, self.user, asked), "session", position))
-            changed = Position(event.pk, True)
-            if event.status and changed > after:
-                batch.messages.append(sse(node_run_data(event), "node_run", changed))
-            batch.position = max(batch.position, changed if event.status else position)
-        status = NodeStatus(invocation.status)
-        if status.is_final and not batch.more:
-            batch.finished = True
-            end = {"status": status, "output": invocation.output, "error": invocation.error}
-            batch.messages.append(sse(end, "end"))
+        batch = Batch(
+            events=rows[:BATCH],
+            position=after,
+            status=NodeStatus(invocation.status),
+            output=invocation.output,
+            error=invocation.error,
+            more=len(rows) > BATCH,
+        )
+        for event in batch.events:
+            batch.position = max(batch.position, Position(event.pk, bool(event.status)))
+        batch.stopped = not batch.more and (
+            batch.final
+            or (
+                batch.status == NodeStatus.WAITING
+                and not invocation.lease_owner
+                and not self._answers_waiting()
+            )
+        )
         return batch
+
+    def _answers_waiting(self) -> bool:
+        return Interrupt.objects.filter(
+            invocation_id=self.invocation_id,
+            status__in=ANSWERED_STATUSES,
+            consumed=False,
+            deferred=False,
+        ).exists()
 
     def read_apart(self, after: Position) -> Batch:
         """`read` from a thread of the shared pool, giving its connection back as the
@@ -176,7 +199,22 @@ class StreamReader:
             close_old_connections()
 
 
-EVENT_FIELDS = [f.name for f in SessionEvent._meta.concrete_fields]
+def live_messages(batch: Batch, after: Position, user: Any) -> list[str]:
+    """The live stream's SSE events for a batch read after `after`."""
+    ids = [c.get("id") for e in batch.events for c in e.function_calls or [] if isinstance(c, dict)]
+    asked = questions([i for i in ids if isinstance(i, str)]) if ids else {}
+    sent = []
+    for event in batch.events:
+        position = Position(event.pk)
+        if position > after:
+            sent.append(sse(event_data(event, user, asked), "session", position))
+        changed = Position(event.pk, True)
+        if event.status and changed > after:
+            sent.append(sse(node_run_data(event), "node_run", changed))
+    if batch.final:
+        end = {"status": batch.status, "output": batch.output, "error": batch.error}
+        sent.append(sse(end, "end"))
+    return sent
 
 
 class Capacity:
@@ -220,11 +258,20 @@ def _subscription(invocation_id: str) -> AbstractAsyncContextManager[asyncio.Eve
     return lsn.subscription(invocation_id) if lsn is not None else nullcontext(None)
 
 
-async def async_messages(reader: StreamReader, after: Position, slot: Slot) -> AsyncIterator[str]:
-    """The stream under ASGI: no thread held while waiting; ends when the invocation is
-    final, or when the client goes (the server cancels it)."""
+Render = Callable[[Batch, Position], list[str]]
+Done = Callable[[Batch], bool]
+
+
+def _ended(batch: Batch) -> bool:
+    return batch.final
+
+
+async def follow_async(
+    reader: StreamReader, after: Position, slot: Slot, render: Render, done: Done = _ended
+) -> AsyncIterator[str]:
+    """A stream under ASGI: what `render` makes of each read, until `done`, or until the
+    client goes (the server cancels it). No thread is held while it waits."""
     try:
-        yield f"retry: {RETRY_MILLISECONDS}\n\n"
         keep_alive = float(hitl_settings.STREAM_KEEPALIVE_SECONDS)
         async with _subscription(reader.invocation_id) as woken:
             # With LISTEN, a re-read at each keep-alive only covers a lost connection.
@@ -234,16 +281,17 @@ async def async_messages(reader: StreamReader, after: Position, slot: Slot) -> A
                 if woken is not None:
                     woken.clear()
                 batch = await sync_to_async(reader.read_apart, thread_sensitive=False)(position)
+                sent = render(batch, position)
                 position = batch.position
-                if batch.messages:
-                    yield "".join(batch.messages)
+                if sent:
+                    yield "".join(sent)
                     last_sent = time.monotonic()
-                if batch.finished:
+                if done(batch):
                     return
                 if batch.more:
                     continue
-                waited = await _wait(woken, min(period, keep_alive))
-                if not waited and time.monotonic() - last_sent >= keep_alive:
+                woke = await _wait(woken, period)
+                if not woke and time.monotonic() - last_sent >= keep_alive:
                     yield KEEP_ALIVE
                     last_sent = time.monotonic()
     finally:
@@ -262,20 +310,22 @@ async def _wait(woken: asyncio.Event | None, seconds: float) -> bool:
     return True
 
 
-def messages(reader: StreamReader, after: Position, slot: Slot) -> Iterator[str]:
-    """The stream under WSGI: the request's thread polls (one thread per client)."""
+def follow(
+    reader: StreamReader, after: Position, slot: Slot, render: Render, done: Done = _ended
+) -> Iterator[str]:
+    """A stream under WSGI: the request's thread polls (one thread per client)."""
     try:
-        yield f"retry: {RETRY_MILLISECONDS}\n\n"
         keep_alive = float(hitl_settings.STREAM_KEEPALIVE_SECONDS)
         period = min(keep_alive, hitl_settings.STREAM_POLL_SECONDS)
         position, last_sent = after, time.monotonic()
         while True:
             batch = reader.read(position)
+            sent = render(batch, position)
             position = batch.position
-            if batch.messages:
-                yield "".join(batch.messages)
+            if sent:
+                yield "".join(sent)
                 last_sent = time.monotonic()
-            if batch.finished:
+            if done(batch):
                 return
             if batch.more:
                 continue
@@ -285,3 +335,17 @@ def messages(reader: StreamReader, after: Position, slot: Slot) -> Iterator[str]
                 last_sent = time.monotonic()
     finally:
         slot.release()
+
+
+def live_stream(reader: StreamReader, after: Position, slot: Slot, *, asgi: bool) -> Any:
+    """The live stream's body: the async iterator under ASGI, else the polling one."""
+    first = [f"retry: {RETRY_MILLISECONDS}\n\n"]  # sent once, with the first read
+
+    def render(batch: Batch, position: Position) -> list[str]:
+        sent = [*first, *live_messages(batch, position, reader.user)]
+        first.clear()
+        return sent
+
+    if asgi:
+        return follow_async(reader, after, slot, render)
+    return follow(reader, after, slot, render)
