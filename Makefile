@@ -17,9 +17,10 @@ demo: venv
 	$(PYTHON) manage.py seed_demo
 	@echo "Open http://127.0.0.1:$(PORT)/admin/ (the inbox: http://127.0.0.1:$(PORT)/)"
 	@echo "Deadlines and recovery: manage.py hitl_periodic runs beside the server (no beat here)"
+	@echo "Served under ASGI (uvicorn): live streams hold no thread (docs/deployment.md)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
-	$(PYTHON) manage.py runserver 127.0.0.1:$(PORT)
+	$(PYTHON) -m uvicorn hitl_site.asgi:application --host 127.0.0.1 --port $(PORT)
 
 test: venv
 	$(PYTHON) manage.py makemigrations --check --dry-run

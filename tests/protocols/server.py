@@ -66,6 +66,8 @@ def asgi_server(broker_url: str | None = None, **hitl: Any) -> Iterator[Server]:
         **{f"HITL_STREAM_{k.upper()}": str(v) for k, v in hitl.items()},
     }
     env.pop("CELERY_BROKER_URL", None)
+    # As in production: the ORM refuses to run in the event loop's thread.
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url
     command = [sys.executable, "-m", "uvicorn", "hitl_site.asgi:application"]

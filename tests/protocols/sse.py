@@ -34,7 +34,9 @@ def parse(chunks: Iterable[str]) -> Iterator[Message | str]:
                 name, _, value = line.partition(":")
                 fields[name] = value[1:] if value.startswith(" ") else value
             if "data" in fields:
-                yield Message(fields.get("event", "message"), json.loads(fields["data"]), fields.get("id"))
+                yield Message(
+                    fields.get("event", "message"), json.loads(fields["data"]), fields.get("id")
+                )
 
 
 def messages(chunks: Iterable[str]) -> list[Message]:

@@ -111,7 +111,9 @@ def test_resume_answers_and_the_run_continues_to_its_output():
     (question,) = outcome(chat.run(forwardedProps=ask_input()))["interrupts"]
 
     sent = chat.run(
-        resume=[{"interruptId": question["id"], "status": "resolved", "payload": {"approved": True}}]
+        resume=[
+            {"interruptId": question["id"], "status": "resolved", "payload": {"approved": True}}
+        ]
     )
 
     assert sent[0]["type"] == "RUN_STARTED"
@@ -190,9 +192,7 @@ def test_a_refused_resume_is_a_run_error_naming_it(entry, code):
 
     error = refusal(
         chat.run(
-            resume=[
-                {"interruptId": question["id"], "status": "resolved", "payload": None, **entry}
-            ]
+            resume=[{"interruptId": question["id"], "status": "resolved", "payload": None, **entry}]
         )
     )
 

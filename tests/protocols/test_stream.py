@@ -63,7 +63,9 @@ def test_every_session_event_then_each_node_run_change_in_order_then_the_end(fin
     assert got[-1].event == "end" and got[-1].id is None
     assert got[-1].data["status"] == "COMPLETED"
     node_runs = [m.data for m in got if m.event == "node_run"]
-    assert {"path": "hitl_test_ask@1/question@1", "status": "WAITING"}.items() <= node_runs[1].items()
+    assert {"path": "hitl_test_ask@1/question@1", "status": "WAITING"}.items() <= node_runs[
+        1
+    ].items()
 
 
 @pytest.mark.parametrize("how", ["header", "query"])

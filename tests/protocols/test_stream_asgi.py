@@ -72,6 +72,8 @@ def test_a_worker_commit_reaches_an_open_stream_through_notify(amy, celery_broke
                     break
     assert answered_at is not None and time.monotonic() - answered_at < QUIET / 10
     assert seen[-1].data["status"] == "COMPLETED"
+    (asked,) = [c for m in seen if m.event == "session" for c in m.data["function_calls"]]
+    assert asked["question"]["answerable"] is True  # read in a thread: the ORM, not the loop
     ids = [m.id for m in seen if m.id]
     assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("."))))
     assert len(ids) == len(set(ids))

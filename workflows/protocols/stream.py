@@ -190,14 +190,6 @@ class StreamReader:
             deferred=False,
         ).exists()
 
-    def read_apart(self, after: Position) -> Batch:
-        """`read` from a thread of the shared pool, giving its connection back as the
-        database settings say (CONN_MAX_AGE), as a request would."""
-        try:
-            return self.read(after)
-        finally:
-            close_old_connections()
-
 
 def live_messages(batch: Batch, after: Position, user: Any) -> list[str]:
     """The live stream's SSE events for a batch read after `after`."""
@@ -280,8 +272,9 @@ async def follow_async(
             while True:
                 if woken is not None:
                     woken.clear()
-                batch = await sync_to_async(reader.read_apart, thread_sensitive=False)(position)
-                sent = render(batch, position)
+                batch, sent = await sync_to_async(_step, thread_sensitive=False)(
+                    reader, position, render
+                )
                 position = batch.position
                 if sent:
                     yield "".join(sent)
@@ -296,6 +289,17 @@ async def follow_async(
                     last_sent = time.monotonic()
     finally:
         slot.release()
+
+
+def _step(reader: StreamReader, position: Position, render: Render) -> tuple[Batch, list[str]]:
+    """A read and its rendering (both ask the database), from a thread of the shared
+    pool, giving its connection back as the database settings say (CONN_MAX_AGE), as a
+    request would."""
+    try:
+        batch = reader.read(position)
+        return batch, render(batch, position)
+    finally:
+        close_old_connections()
 
 
 async def _wait(woken: asyncio.Event | None, seconds: float) -> bool:
