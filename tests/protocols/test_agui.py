@@ -60,7 +60,8 @@ class Chat:
             "forwardedProps": {},
             **fields,
         }
-        return self.api.post(f"/api/agui/{self.workflow}/", body, format="json")
+        url = f"/api/agui/{self.workflow}/"
+        return self.api.post(url, body, format="json", HTTP_ACCEPT="text/event-stream")
 
     def run(self, **fields: Any) -> list[dict[str, Any]]:
         return events(self.post(**fields))

@@ -15,20 +15,17 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from ..protocols import agui, stream
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import error_body
 from .permissions import CanStartInvocation
 from .schema import POST_ERRORS, errors
-from .stream import StreamBusy, event_stream
-from .views import ApiViewMixin
+from .stream import EventStreamView, StreamBusy, event_stream
 
 
-class AguiRunView(ApiViewMixin, APIView):
+class AguiRunView(EventStreamView):
     parser_classes = [JSONParser]  # AG-UI clients send application/json
-    pagination_class = None
 
     @extend_schema(
         summary="Run a workflow behind an AG-UI chat: a RunAgentInput in, AG-UI events "

@@ -35,14 +35,18 @@ class StreamBusy(APIException):
     default_code = stream.StreamCapacityError.code
 
 
-class InvocationStreamView(ApiViewMixin, APIView):
+class EventStreamView(ApiViewMixin, APIView):
+    """A view that answers text/event-stream; DRF renders only its errors, as JSON,
+    whatever the client accepts (EventSource and AG-UI clients send
+    `Accept: text/event-stream`)."""
+
     pagination_class = None
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        # The stream is text/event-stream whatever the client accepts; DRF renders only
-        # the errors, always as JSON (an EventSource sends `Accept: text/event-stream`).
         return JSONRenderer(), JSONRenderer.media_type
 
+
+class InvocationStreamView(EventStreamView):
     @extend_schema(
         summary="The invocation's live stream (text/event-stream): session events and "
         "node-run status changes as they commit, resumable with Last-Event-ID",
