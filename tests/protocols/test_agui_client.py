@@ -71,7 +71,9 @@ def test_the_client_accepts_a_run_that_pauses_on_a_question_and_resumes(npm_clie
     amy, token = person("amy")
     node_input = {"request": {"message": "Approve?", "response_schema": APPROVAL}}
     with asgi_server() as server:
-        seen = run_client(f"{server.base}/api/agui/{WORKFLOW}/", token, node_input, {"approved": True})
+        seen = run_client(
+            f"{server.base}/api/agui/{WORKFLOW}/", token, node_input, {"approved": True}
+        )
 
     first, second = seen["first"], seen["second"]
     assert first["events"][0] == "RUN_STARTED"

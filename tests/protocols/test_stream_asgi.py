@@ -6,6 +6,7 @@ its place and the listening connection."""
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -93,3 +94,26 @@ def test_a_client_that_leaves_ends_its_stream(amy):
         wait_for(lambda: listening() == 0, timeout=10)
         with open_stream(server, invocation.pk, token) as again:
             assert again.status == 200
+
+
+def test_open_streams_hold_no_database_connection_each(amy):
+    user, token = amy
+    invocation = start(user)
+    with asgi_server(keepalive_seconds=QUIET) as server, ExitStack() as streams:
+        for _ in range(STREAMS):
+            stream = streams.enter_context(open_stream(server, invocation.pk, token))
+            next(m for m in parse(stream.chunks()) if isinstance(m, Message))
+        # One listening connection, and the shared pool's (a few threads), not one each.
+        assert server_connections() < STREAMS / 2
+
+
+STREAMS = 20
+
+
+def server_connections() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
