@@ -54,6 +54,7 @@ SETTINGS = """from hitl_site.settings import *  # noqa: F403
 HITL = {**HITL, "STREAM_MAX_CLIENTS": 1_000_000}
 """
 EVENT_ID = re.compile(rb"id: (\d+)\n")
+OPEN_AT_ONCE = 20
 
 
 def setup_django() -> None:
@@ -118,7 +119,13 @@ class Clients:
         self.changed = threading.Condition()
 
     def open(self, invocation_ids: list[str], first: int) -> None:
-        """Open one stream per id (numbered from `first`); returns once all answer."""
+        """Open one stream per id (numbered from `first`), OPEN_AT_ONCE at a time (each
+        request's view runs in a thread of its own, with a database connection until the
+        stream starts); returns once all answer."""
+        for start in range(0, len(invocation_ids), OPEN_AT_ONCE):
+            self._open(invocation_ids[start : start + OPEN_AT_ONCE], first + start)
+
+    def _open(self, invocation_ids: list[str], first: int) -> None:
         futures = [
             asyncio.run_coroutine_threadsafe(self._stream(first + n, inv), self.loop)
             for n, inv in enumerate(invocation_ids)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,7 +97,7 @@ def test_a_client_that_leaves_ends_its_stream(amy):
             assert again.status == 200
 
 
-def test_open_streams_hold_no_database_connection_each(amy):
+def test_open_streams_hold_no_database_connection_nor_thread_each(amy):
     user, token = amy
     invocation = start(user)
     with asgi_server(keepalive_seconds=QUIET) as server, ExitStack() as streams:
@@ -105,9 +106,15 @@ def test_open_streams_hold_no_database_connection_each(amy):
             next(m for m in parse(stream.chunks()) if isinstance(m, Message))
         # One listening connection, and the shared pool's (a few threads), not one each.
         assert server_connections() < STREAMS / 2
+        assert server_threads(server.process.pid) < STREAMS / 2
 
 
 STREAMS = 20
+
+
+def server_threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("Threads:")).split()[1])
 
 
 def server_connections() -> int:
