@@ -94,5 +94,5 @@ def event_stream(content: Any, slot: stream.Slot) -> StreamingHttpResponse:
     response = StreamingHttpResponse(content, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
-    response._resource_closers.insert(0, slot.release)
+    response._resource_closers.insert(0, slot.release)  # type: ignore[attr-defined]
     return response

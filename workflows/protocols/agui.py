@@ -129,7 +129,8 @@ def begin(workflow: str, given: RunAgentInput, user: Any) -> Run:
         except ResumeRefusedError as exc:
             run.refused = exc
         return run
-    mine = Invocation.objects.filter(pk=_uuid(given.run_id), session=session).first()
+    run_key = _uuid(given.run_id)
+    mine = Invocation.objects.filter(pk=run_key, session=session).first() if run_key else None
     if mine is not None:
         run.invocation_id = str(mine.pk)
         return run
@@ -203,20 +204,24 @@ def finish(run: Run, batch: stream.Batch) -> list[str]:
         "questions": [s["id"] for s in answerable],
         "output": batch.output if batch.status == NodeStatus.COMPLETED else None,
     }
-    ids = {"thread_id": run.given.thread_id, "run_id": run.given.run_id}
     events: list[Any] = [StateSnapshotEvent(snapshot=_jsonable(snapshot))]
     if batch.status == NodeStatus.FAILED:
         events.append(RunErrorEvent(message=batch.error or "the run failed", code="run_failed"))
-    elif batch.status == NodeStatus.CANCELLED:
-        events.append(RunFinishedEvent(**ids, outcome=RunFinishedCancelledOutcome()))
+        return encoded(*events)
+    outcome: Any
+    result = None
+    if batch.status == NodeStatus.CANCELLED:
+        outcome = RunFinishedCancelledOutcome()
     elif answerable:
         interrupts = [as_interrupt(shown, invocation_id) for shown in answerable]
         outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
-        events.append(RunFinishedEvent(**ids, outcome=outcome))
     else:  # completed, or waiting on others only
+        outcome = RunFinishedSuccessOutcome()
         result = _jsonable(batch.output) if batch.status == NodeStatus.COMPLETED else None
-        events.append(RunFinishedEvent(**ids, result=result, outcome=RunFinishedSuccessOutcome()))
-    return encoded(*events)
+    finished = RunFinishedEvent(
+        thread_id=run.given.thread_id, run_id=run.given.run_id, result=result, outcome=outcome
+    )
+    return encoded(*events, finished)
 
 
 def renderer(run: Run) -> stream.Render:

@@ -71,7 +71,8 @@ def _check_binding(interrupt: Interrupt, entry: Any) -> None:
 def _answer(interrupt: Interrupt, entry: Any, user: Any) -> None:
     metadata = entry.metadata or {}
     if question_kind(interrupt) == "tool_call":  # a tool's result: a machine answer
-        response = {"id": interrupt.pk, "name": interrupt.payload["name"]}
+        payload = interrupt.payload or {}
+        response = {"id": interrupt.pk, "name": payload.get("name", "")}
         services.submit_function_responses([{**response, "response": entry.payload}], actor=user)
         return
     services.decide(
