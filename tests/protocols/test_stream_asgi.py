@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from workflows import services
 from workflows.models import Interrupt
 
 from .server import asgi_server, open_stream
-from .sse import Message, parse
+from .sse import KEEP_ALIVE, Message, parse
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -124,3 +125,13 @@ def server_connections() -> int:
             "AND pid <> pg_backend_pid()"
         )
         return cursor.fetchone()[0]
+
+
+def test_a_quiet_stream_sends_keep_alive_comments(amy):
+    user, token = amy
+    invocation = start(user)
+    with asgi_server(keepalive_seconds=0.2) as server:
+        with open_stream(server, invocation.pk, token) as stream:
+            items = parse(stream.chunks())
+            comments = list(islice((i for i in items if not isinstance(i, Message)), 2))
+    assert comments == [KEEP_ALIVE, KEEP_ALIVE]

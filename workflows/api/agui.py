@@ -8,7 +8,6 @@ from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -20,19 +19,14 @@ from ..protocols import agui, stream
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import error_body
 from .permissions import CanStartInvocation
-from .schema import POST_ERRORS, errors
 from .stream import EventStreamView, StreamBusy, event_stream
 
 
 class AguiRunView(EventStreamView):
     parser_classes = [JSONParser]  # AG-UI clients send application/json
 
-    @extend_schema(
-        summary="Run a workflow behind an AG-UI chat: a RunAgentInput in, AG-UI events "
-        "(text/event-stream) out; resume[] answers its questions",
-        request=OpenApiTypes.OBJECT,
-        responses={(200, "text/event-stream"): OpenApiTypes.STR, **errors(404, 503, *POST_ERRORS)},
-    )
+    # The AG-UI protocol documents this endpoint (docs/agents.md), not the API's schema.
+    @extend_schema(exclude=True)
     def post(self, request: Request, workflow: str) -> Any:
         try:
             registry.get(workflow)

@@ -266,7 +266,8 @@ async def follow_async(
     try:
         keep_alive = float(hitl_settings.STREAM_KEEPALIVE_SECONDS)
         async with _subscription(reader.invocation_id) as woken:
-            # With LISTEN, a re-read at each keep-alive only covers a lost connection.
+            # With LISTEN a stream reads only when woken (the listener wakes every
+            # stream when it reconnects); without, it polls.
             period = keep_alive if woken else min(keep_alive, hitl_settings.STREAM_POLL_SECONDS)
             position, last_sent = after, time.monotonic()
             while True:
@@ -283,10 +284,13 @@ async def follow_async(
                     return
                 if batch.more:
                     continue
-                woke = await _wait(woken, period)
-                if not woke and time.monotonic() - last_sent >= keep_alive:
-                    yield KEEP_ALIVE
-                    last_sent = time.monotonic()
+                while True:
+                    woke = await _wait(woken, period)
+                    if not woke and time.monotonic() - last_sent >= keep_alive:
+                        yield KEEP_ALIVE
+                        last_sent = time.monotonic()
+                    if woke or woken is None:
+                        break
     finally:
         slot.release()
 
