@@ -1,4 +1,5 @@
-"""A real ASGI server for the protocol tests: `asgi_server()` runs uvicorn on a free
+"""A real ASGI server for the protocol tests: `asgi_server()` runs uvicorn (the test
+project's ASGI application, tests/project/asgi.py) on a free
 127.0.0.1 port in a subprocess, on the test database pytest-django created (so the test
 must use committed rows: `transactional_db`), with tests/protocols/server_settings.py;
 `open_stream()` reads a live stream from it with the standard library's HTTP client."""
@@ -70,7 +71,7 @@ def asgi_server(broker_url: str | None = None, **hitl: Any) -> Iterator[Server]:
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     if broker_url:
         env["CELERY_BROKER_URL"] = broker_url
-    command = [sys.executable, "-m", "uvicorn", "hitl_site.asgi:application"]
+    command = [sys.executable, "-m", "uvicorn", "tests.project.asgi:application"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     with tempfile.TemporaryDirectory(prefix="hitl-asgi-") as directory:
         log = Path(directory) / "server.log"
