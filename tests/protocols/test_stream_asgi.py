@@ -130,8 +130,10 @@ def server_connections() -> int:
 def test_a_quiet_stream_sends_keep_alive_comments(amy):
     user, token = amy
     invocation = start(user)
-    with asgi_server(keepalive_seconds=0.2) as server:
-        with open_stream(server, invocation.pk, token) as stream:
-            items = parse(stream.chunks())
-            comments = list(islice((i for i in items if not isinstance(i, Message)), 2))
+    with (
+        asgi_server(keepalive_seconds=0.2) as server,
+        open_stream(server, invocation.pk, token) as stream,
+    ):
+        items = parse(stream.chunks())
+        comments = list(islice((i for i in items if not isinstance(i, Message)), 2))
     assert comments == [KEEP_ALIVE, KEEP_ALIVE]
