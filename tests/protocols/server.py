@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.integration.worker import PROJECT_ROOT, test_database_url
+from tests.integration.worker import PROJECT_ROOT, QUEUE, test_database_url
 
 READY_TIMEOUT = 30.0
 
@@ -69,8 +69,9 @@ def asgi_server(broker_url: str | None = None, **hitl: Any) -> Iterator[Server]:
     env.pop("CELERY_BROKER_URL", None)
     # As in production: the ORM refuses to run in the event loop's thread.
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    if broker_url:
+    if broker_url:  # tasks the server sends go to the test workers' queue
         env["CELERY_BROKER_URL"] = broker_url
+        env["CELERY_TASK_DEFAULT_QUEUE"] = QUEUE
     command = [sys.executable, "-m", "uvicorn", "tests.project.asgi:application"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     with tempfile.TemporaryDirectory(prefix="hitl-asgi-") as directory:

@@ -1,5 +1,6 @@
-"""The live stream's wake-up on PostgreSQL (DESIGN 4.5): a new session event and a change of
-an invocation's status send `NOTIFY hitl_stream, '<invocation id>'` in the transaction that
+"""The live stream's wake-up on PostgreSQL (DESIGN 4.5): a new session event, and a change of
+an invocation's status or of its lease's holder (a run taking or giving it back: when an
+AG-UI run stops), send `NOTIFY hitl_stream, '<invocation id>'` in the transaction that
 writes them, so the listening streams hear of it when (and only if) it commits. Every
 writer (the store's one-statement step, its PL/pgSQL function, the services) is covered
 without a statement of its own; PostgreSQL sends one notification per invocation and
@@ -25,8 +26,10 @@ END $$;
 CREATE TRIGGER hitl_stream_event AFTER INSERT ON workflows_sessionevent
     FOR EACH ROW EXECUTE FUNCTION hitl_stream_event_notify();
 
-CREATE TRIGGER hitl_stream_status AFTER UPDATE OF status ON workflows_invocation
-    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+CREATE TRIGGER hitl_stream_status AFTER UPDATE OF status, lease_owner ON workflows_invocation
+    FOR EACH ROW WHEN (
+        OLD.status IS DISTINCT FROM NEW.status OR OLD.lease_owner IS DISTINCT FROM NEW.lease_owner
+    )
     EXECUTE FUNCTION hitl_stream_status_notify();
 """
 
