@@ -21,7 +21,7 @@ from tests.gates.gated import REFUND
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import AuditEntry, Decision, Interrupt, Invocation
 
-from .agents import FAILS, PAIR
+from .agents import FAILS, PAIR, TOOL
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -333,3 +333,17 @@ def test_a_signed_question_takes_the_passkey_assertion_in_metadata():
     sent = chat.run(resume=[{**entry, "metadata": signed}])
     assert outcome(sent)["type"] == "success"
     assert Decision.objects.get().comment == "checked"
+
+
+def test_a_tool_call_is_answered_with_the_tools_result():
+    amy = person("amy")
+    chat = Chat(amy, TOOL)
+    (call,) = outcome(chat.run())["interrupts"]
+
+    assert call["reason"] == "tool_call"
+    assert call["toolCallId"] == call["id"]
+    assert call["metadata"]["payload"] == {"name": "lookup_order", "args": {"order": 7}}
+    sent = chat.run(
+        resume=[{"interruptId": call["id"], "status": "resolved", "payload": "shipped"}]
+    )
+    assert sent[-1]["result"] == {"found": "shipped"}
