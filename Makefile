@@ -25,6 +25,7 @@ demo: venv
 	echo "       or the mcp SDK: $(PYTHON) docs/mcp_client.py http://localhost:$(PORT)/mcp/ $$token"; \
 	echo "  A2A: card http://localhost:$(PORT)/.well-known/agent-card.json; JSON-RPC and HTTP+JSON at http://localhost:$(PORT)/a2a/"; \
 	echo "       $(PYTHON) docs/examples/a2a_sdk_client.py --url http://localhost:$(PORT) --token $$token"
+	@echo "Served under ASGI (uvicorn): live streams hold no thread (docs/deployment.md)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
 	$(PYTHON) -m uvicorn hitl_site.asgi:application --host localhost --port $(PORT)

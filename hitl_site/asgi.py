@@ -15,6 +15,10 @@ from workflows.protocols.a2a_agent.app import a2a_application  # noqa: E402
 from workflows.protocols.a2a_agent.card import CARD_PATH  # noqa: E402
 from workflows.protocols.mcp_server import mcp_application  # noqa: E402
 from workflows.protocols.mounts import mounted  # noqa: E402
+from workflows.protocols.stream_asgi import stream_threads_shared  # noqa: E402
+
+# The live streams hold no thread while they wait (docs/deployment.md, "ASGI").
+django_application = stream_threads_shared(django_application)
 
 if settings.DEBUG:  # the demo's static files, as runserver serves them
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler

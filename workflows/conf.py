@@ -119,6 +119,13 @@ DEFAULTS: dict[str, Any] = {
     # asked for: a decision's ResponseValidationError, the API's 400 (invalid_grant).
     "GRANT_MAX_TTL": 365 * 24 * 3600,
     "GRANT_MAX_USES": 10_000,
+    # The live stream (docs/agents.md): open streams one process serves (the next is
+    # refused with 503 before it takes a database connection), the keep-alive comment's
+    # period (proxies close a silent connection), and how often a stream re-reads where
+    # nothing wakes it (SQLite, a WSGI server).
+    "STREAM_MAX_CLIENTS": 1000,
+    "STREAM_KEEPALIVE_SECONDS": 15,
+    "STREAM_POLL_SECONDS": 0.5,
 }
 
 

@@ -478,3 +478,11 @@ class DelegationPolicy:
 
 def delegation_policy() -> DelegationPolicy:
     return DelegationPolicy()
+
+
+def may_use_session(user: Any, session: Any) -> bool:
+    """Whether `user` may read and continue a session (an agent protocol's thread): the
+    person who opened it, or whoever may see every invocation."""
+    if person_refusal(user):
+        return False
+    return session.created_by_id == user.pk or user.has_perm("workflows.view_invocation")

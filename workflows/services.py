@@ -48,6 +48,7 @@ from .policy import (
     require_person,
 )
 from .registry import registry
+from .sessions import open_session
 from .signals import decision_recorded
 from .transactions import locked_checkpoint, store, write_transaction
 from .worker import (
@@ -69,6 +70,7 @@ __all__ = [
     "execute",
     "expire_overdue_interrupts",
     "fail",
+    "open_session",
     "reassign",
     "recover_stalled",
     "release",

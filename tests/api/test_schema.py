@@ -35,6 +35,7 @@ def test_schema_documents_every_row_of_the_http_table_with_its_errors():
         ("GET", "/api/invocations/"),
         ("GET", "/api/invocations/{id}/"),
         ("GET", "/api/invocations/{id}/events/"),
+        ("GET", "/api/invocations/{id}/stream/"),
         ("POST", "/api/invocations/{id}/cancel/"),
         ("POST", "/api/invocations/{id}/retry/"),
         ("GET", "/api/interrupts/"),

@@ -145,12 +145,13 @@ class InvocationAdmin(MonitorAdmin):
         ]
 
     def page_context(self, request: HttpRequest, obj: Invocation) -> dict[str, Any]:
-        return monitor.invocation_page(
+        page = monitor.invocation_page(
             obj,
             request.user,
             may_cancel=self.has_cancel_permission(request, obj),
             may_retry=self.has_retry_permission(request, obj),
         )
+        return {**page, "stream_url": monitor.stream_url(obj)}
 
     def definitions_view(self, request: HttpRequest) -> TemplateResponse:
         """Every registered workflow with its graph and how many invocations it has."""

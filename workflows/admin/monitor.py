@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Prefetch, Q
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from ..engine.status import InterruptStatus, NodeStatus
@@ -181,3 +182,14 @@ def registered_workflow(name: str) -> dict[str, Any]:
         "graph": workflow_graph(definition.workflow),
         "counts": Invocation.objects.filter(workflow_name=name).aggregate(**INVOCATION_COUNTS),
     }
+
+
+def stream_url(invocation: Invocation) -> str | None:
+    """The live stream the page follows while the invocation is open (None once final,
+    or where the host does not mount the API)."""
+    if NodeStatus(invocation.status).is_final:
+        return None
+    try:
+        return reverse("workflows-api:invocation-stream", args=[invocation.pk])
+    except NoReverseMatch:
+        return None

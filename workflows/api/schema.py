@@ -15,7 +15,7 @@ from .serializers import ErrorSerializer
 ERROR_DESCRIPTIONS = {
     400: "Invalid request: `field` names what is wrong (`invalid_request`, "
     "`invalid_response`, `invalid_input`, `invalid_grant`, `unknown_workflow`, "
-    "`multiple_invocations`).",
+    "`multiple_invocations`, `invalid_last_event_id`).",
     401: "Not authenticated (`not_authenticated`, `authentication_failed`).",
     403: "Not allowed (`permission_denied`): the answer rule or a model permission refused; "
     "or the question needs a passkey's signature and none came (`signature_required`), the "
@@ -31,6 +31,7 @@ ERROR_DESCRIPTIONS = {
     415: "The request body is not JSON (`unsupported_media_type`).",
     422: "This Idempotency-Key was used with a different request (`idempotency_key_reused`).",
     429: "Too many requests (`throttled`); retry after the Retry-After header.",
+    503: "This server serves HITL['STREAM_MAX_CLIENTS'] live streams already (`stream_capacity`).",
 }
 
 READ_ERRORS = (401, 403, 429)

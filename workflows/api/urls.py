@@ -7,8 +7,11 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
+from ..protocols.stream_asgi import pooled_view
+from .agui import AguiRunView
 from .delegations import DelegationViewSet
 from .grants import GrantViewSet
+from .stream import InvocationStreamView
 from .views import (
     FunctionResponseViewSet,
     InterruptViewSet,
@@ -28,6 +31,12 @@ router.register("grants", GrantViewSet, basename="grant")
 router.register("delegations", DelegationViewSet, basename="delegation")
 
 urlpatterns = [
+    path(
+        "invocations/<str:pk>/stream/",
+        pooled_view(InvocationStreamView.as_view()),
+        name="invocation-stream",
+    ),
+    path("agui/<str:workflow>/", pooled_view(AguiRunView.as_view()), name="agui-run"),
     *router.urls,
     path("token/", ObtainTokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -241,4 +241,5 @@
   } else {
     drawAll();
   }
+  document.addEventListener("hitl:monitor-updated", drawAll); // live.js swapped the page
 })();
