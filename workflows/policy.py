@@ -486,3 +486,17 @@ def may_use_session(user: Any, session: Any) -> bool:
     if person_refusal(user):
         return False
     return session.created_by_id == user.pk or user.has_perm("workflows.view_invocation")
+
+
+START_PERMISSION = "workflows.add_invocation"
+VIEW_ALL_PERMISSION = "workflows.view_invocation"
+
+
+def visible_invocations(user: Any, queryset: QuerySet[Invocation]) -> QuerySet[Invocation]:
+    """The invocations `user` may see (the API's list, a stream, a protocol's task): all
+    with `workflows.view_invocation`, else those they started."""
+    if user.pk is None:  # nobody signed in: not the invocations the system started
+        return queryset.none()
+    if user.has_perm(VIEW_ALL_PERMISSION):
+        return queryset
+    return queryset.filter(started_by=user.pk)

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
 from tests.asking import ask
-from workflows.api.permissions import visible_invocations
 from workflows.models import Invocation
+from workflows.policy import visible_invocations
 
 from .conftest import error_of, pending, snapshot, start, user_with
 

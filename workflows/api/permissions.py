@@ -28,21 +28,12 @@ from ..policy import (
     CANCEL_PERMISSION,
     REASSIGN_PERMISSION,
     RETRY_PERMISSION,
+    START_PERMISSION,
     answer_policy,
     control_refusal,
 )
 
-START_PERMISSION = "workflows.add_invocation"
-VIEW_ALL_PERMISSION = "workflows.view_invocation"
 CONTROL_PERMISSIONS = {"cancel": CANCEL_PERMISSION, "retry": RETRY_PERMISSION}
-
-
-def visible_invocations(user: Any, queryset: QuerySet[Invocation]) -> QuerySet[Invocation]:
-    if user.pk is None:  # nobody signed in: not the invocations the system started
-        return queryset.none()
-    if user.has_perm(VIEW_ALL_PERMISSION):
-        return queryset
-    return queryset.filter(started_by=user.pk)
 
 
 def answerable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:

@@ -20,8 +20,8 @@ from rest_framework.views import APIView
 from ..engine.errors import InvocationNotFoundError
 from ..engine.values import is_possible_id
 from ..models import Invocation
+from ..policy import visible_invocations
 from ..protocols import stream
-from .permissions import visible_invocations
 from .schema import READ_ERRORS, errors
 from .views import ApiViewMixin
 

@@ -30,6 +30,7 @@ from ..engine.values import is_possible_id
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..people.inbox import INBOX_ORDER, UnknownViewError, waiting_for
+from ..policy import visible_invocations
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
@@ -41,7 +42,6 @@ from .permissions import (
     CanStartInvocation,
     answerable_interrupts,
     releasable_interrupts,
-    visible_invocations,
 )
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .serializers import (

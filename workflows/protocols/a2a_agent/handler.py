@@ -22,9 +22,9 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 from workflows import services
-from workflows.api.permissions import visible_invocations
 from workflows.engine.errors import InvocationStateError
 from workflows.models import Invocation
+from workflows.policy import visible_invocations
 from workflows.protocols.a2a_agent import messages, push
 from workflows.protocols.a2a_agent.tasks import (
     OUTPUT_ARTIFACT,

@@ -26,9 +26,9 @@ from django.core.exceptions import PermissionDenied
 from google.protobuf.json_format import MessageToDict
 
 from workflows import services
-from workflows.api.permissions import START_PERMISSION, visible_invocations
 from workflows.engine.errors import WorkflowError
 from workflows.models import Interrupt, Invocation, Session
+from workflows.policy import START_PERMISSION, visible_invocations
 from workflows.protocols.a2a_agent.tasks import (
     ADK_TYPE,
     FINAL_STATES,

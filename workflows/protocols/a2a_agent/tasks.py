@@ -15,10 +15,10 @@ from django.db.models import Prefetch, QuerySet
 from google.protobuf.json_format import ParseDict
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from workflows.api.permissions import visible_invocations
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Interrupt, Invocation
+from workflows.policy import visible_invocations
 from workflows.protocols.envelope import envelope
 
 # ADK's keys for a function call or response carried in an A2A data part

@@ -14,9 +14,9 @@ from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
 
-from ...api.permissions import visible_invocations
 from ...engine.status import InterruptStatus, NodeStatus
 from ...models import Interrupt, Invocation
+from ...policy import visible_invocations
 from ..envelope import envelope
 from .errors import NOT_FOUND, refusal
 

@@ -22,10 +22,10 @@ from mcp_types import (
 )
 
 from ... import services
-from ...api.permissions import START_PERMISSION, answerable_interrupts
 from ...engine.status import InterruptStatus
 from ...models import Interrupt
 from ...people.inbox import INBOX_ORDER
+from ...policy import START_PERMISSION, answer_policy
 from ...registry import registry
 from ..envelope import envelope
 from . import answers, render
@@ -102,7 +102,9 @@ def _start(workflow_name: str, node_input: Any, user: Any) -> str:
 
 def _questions(user: Any) -> list[dict[str, Any]]:
     close_old_connections()
-    pending = answerable_interrupts(user, Interrupt.objects.filter(status=InterruptStatus.PENDING))
+    pending = answer_policy().answerable(
+        user, Interrupt.objects.filter(status=InterruptStatus.PENDING)
+    )
     rows = pending.select_related("invocation").prefetch_related("decisions").order_by(*INBOX_ORDER)
     return [envelope(interrupt, user) for interrupt in rows[:100]]
 
