@@ -22,23 +22,17 @@ person, and an anonymous or inactive person may do nothing (`person_refusal`).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.db.models import Q, QuerySet
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
-from django.utils import timezone
 
 from .conf import hitl_settings
 from .engine.errors import AlreadyDecidedError
-from .engine.principals import parse_assignee
 from .expressions import HasAnyElement
 from .models import Delegation, Interrupt, Invocation
+from .principals import active_users_named, assignee_names, delegations_to
 
 ANSWER_PERMISSION = "workflows.answer_interrupt"
 REASSIGN_PERMISSION = "workflows.reassign_interrupt"
@@ -61,39 +55,6 @@ def require_person(actor: Any) -> None:
     refused = "" if actor is None else person_refusal(actor)
     if refused:
         raise PermissionDenied(refused)
-
-
-def assignee_names(user: Any) -> list[str]:
-    """The assignee strings that name `user`: "user:<username>" and one per group.
-    Cached on the user object for its lifetime (a request), like Django's permissions."""
-    if not hasattr(user, "_hitl_assignee_names"):
-        groups = user.groups.values_list("name", flat=True)
-        user._hitl_assignee_names = [
-            f"user:{user.get_username()}",
-            *(f"group:{name}" for name in groups),
-        ]
-    return user._hitl_assignee_names
-
-
-def active_delegations(now: Any = None) -> Q:
-    """The delegations in force at `now` (default: now): started, not over, not ended."""
-    now = timezone.now() if now is None else now
-    return Q(starts_at__lte=now, ends_at__gt=now, ended_at__isnull=True)
-
-
-# Moves on whenever a delegation is saved or deleted (and again when that commits), so a
-# user object's cached delegations are read again.
-_delegation_changes = itertools.count(1)
-_delegation_generation = [0]
-
-
-@receiver([post_save, post_delete], sender=Delegation, dispatch_uid="workflows.policy.delegations")
-def _delegations_changed(sender: Any, **kwargs: Any) -> None:
-    def bump() -> None:
-        _delegation_generation[0] = next(_delegation_changes)
-
-    bump()
-    transaction.on_commit(bump, using=kwargs.get("using"))
 
 
 def _covers(delegation: Delegation, workflow_name: str) -> bool:
@@ -152,7 +113,7 @@ class AssigneePolicy:
             return []
         return [
             delegation
-            for delegation in self._delegations_to(user)
+            for delegation in delegations_to(user)
             if _covers(delegation, interrupt.workflow_name)
             and self.may_answer_any(delegation.delegator)
             and self.in_own_right(delegation.delegator, interrupt)
@@ -183,7 +144,7 @@ class AssigneePolicy:
         who = user.get_username()
         if starter is not None and starter == user.pk:
             return f"four eyes: {who} started the invocation and may not answer {interrupt.pk!r}"
-        for delegation in self._delegations_to(user):
+        for delegation in delegations_to(user):
             if delegation.delegator_id == starter and _covers(delegation, interrupt.workflow_name):
                 return (
                     f"four eyes: {who} stands in for {delegation.delegator.get_username()}, "
@@ -191,27 +152,11 @@ class AssigneePolicy:
                 )
         return ""
 
-    def _delegations_to(self, user: Any) -> list[Delegation]:
-        """The delegations to `user` in force now (their delegators loaded), in the order
-        they began. Read once per user object while no delegation changes (like
-        `assignee_names`, for the lists that ask the rule of every row); which of them are
-        in force is decided at each call, so time passing is seen."""
-        cached = getattr(user, "_hitl_delegations", None)
-        generation = _delegation_generation[0]
-        if cached is None or cached[0] != generation:
-            unfinished = Delegation.objects.filter(
-                delegate=user.pk, ended_at__isnull=True, ends_at__gt=timezone.now()
-            )
-            rows = list(unfinished.select_related("delegator").order_by("starts_at", "pk"))
-            user._hitl_delegations = cached = (generation, rows)
-        now = timezone.now()
-        return [d for d in cached[1] if d.starts_at <= now < d.ends_at and d.ended_at is None]
-
     def answerable(self, user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
         """`queryset` narrowed to the interrupts `user` may answer (any status)."""
         if not self.may_answer_any(user):
             return queryset.none()
-        delegations = self._delegations_to(user)
+        delegations = delegations_to(user)
         own = Q(assignees=[]) | HasAnyElement("assignees", assignee_names(user))
         return queryset.filter(own | self._delegated(delegations), self._not_own(user, delegations))
 
@@ -220,7 +165,7 @@ class AssigneePolicy:
     ) -> QuerySet[Interrupt]:
         """`queryset` narrowed to the interrupts `user` may answer only through an active
         delegation (not in their own right): the "delegated to me" view."""
-        delegations = self._delegations_to(user)
+        delegations = delegations_to(user)
         if not self.may_answer_any(user) or not any(
             self.may_answer_any(d.delegator) for d in delegations
         ):
@@ -309,19 +254,7 @@ def unreachable_quorum(
     question, those who decided already)."""
     if quorum <= 1 or not assignees:
         return ""
-    named: dict[str, list[str]] = {"user": [], "group": []}
-    for kind, name in map(parse_assignee, assignees):
-        named[kind].append(name)
-    users = get_user_model()
-    voters = (
-        users.objects.filter(is_active=True)
-        .filter(
-            Q(**{f"{users.USERNAME_FIELD}__in": named["user"]}) | Q(groups__name__in=named["group"])
-        )
-        .exclude(pk__in=[pk for pk in excluded if pk is not None])
-        .distinct()
-        .count()
-    )
+    voters = active_users_named(assignees, excluded=excluded)
     if approvals + voters >= quorum:
         return ""
     so_far = f"{approvals} approval(s) so far and " if approvals else ""

@@ -31,9 +31,9 @@ from ..models import Delegation
 from ..policy import (
     ADD_DELEGATION_PERMISSION,
     ANSWER_PERMISSION,
-    active_delegations,
     delegation_policy,
 )
+from ..principals import active_delegations
 from ..registry import registry
 from .base import ReadOnlyAdmin
 

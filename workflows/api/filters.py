@@ -20,7 +20,7 @@ from ..datetimes import read_datetime
 from ..expressions import HasAnyElement
 from ..models import PRIORITY_CHOICES, Delegation, Interrupt, Invocation
 from ..people.inbox import VIEWS
-from ..policy import active_delegations
+from ..principals import active_delegations
 
 _USER_ID = re.compile(r"[0-9]{1,18}")  # ASCII digits a 64-bit id column holds
 USERNAME_MAX_LENGTH = 150  # django.contrib.auth's

@@ -12,13 +12,13 @@ from .agui import AguiRunView
 from .delegations import DelegationViewSet
 from .grants import GrantViewSet
 from .stream import InvocationStreamView
+from .tokens import ObtainTokenView
 from .views import (
     FunctionResponseViewSet,
     InterruptViewSet,
     InvocationViewSet,
-    ObtainTokenView,
-    WorkflowViewSet,
 )
+from .workflows import WorkflowViewSet
 
 app_name = "workflows-api"
 

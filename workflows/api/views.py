@@ -1,4 +1,5 @@
-"""The API views: workflows, invocations, interrupts and function responses.
+"""The API views: invocations, interrupts and function responses, and the mixins every
+resource's views share.
 
 Every state change goes through `workflows.services`; views check shape and permission,
 call one service and serialize what it returns.
@@ -11,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
-from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -27,11 +26,9 @@ from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
 from ..engine.values import is_possible_id
-from ..graph import workflow_graph
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..people.inbox import INBOX_ORDER, UnknownViewError, waiting_for
 from ..policy import visible_invocations
-from ..registry import UnknownWorkflowError, registry
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
 from .idempotency import idempotent, start_key
@@ -57,9 +54,7 @@ from .serializers import (
     InvocationDetailSerializer,
     InvocationSerializer,
     StartSerializer,
-    WorkflowSerializer,
 )
-from .throttling import TokenRateThrottle
 
 if TYPE_CHECKING:  # what the mixins below are mixed into
     from rest_framework.views import APIView
@@ -111,43 +106,6 @@ class ApiViewMixin(_View):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         reject_oversized(request, self.body_limit())
         super().initial(request, *args, **kwargs)
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="Registered workflows", responses={200: WorkflowSerializer, **errors(*LIST_ERRORS)}
-    ),
-    retrieve=extend_schema(
-        summary="One workflow with its graph",
-        responses={200: WorkflowSerializer, **errors(404, *READ_ERRORS)},
-    ),
-)
-class WorkflowViewSet(ApiViewMixin, viewsets.GenericViewSet):
-    """The registered workflow definitions (latest version of each), with their graphs."""
-
-    serializer_class = WorkflowSerializer
-    lookup_field = "name"
-    lookup_value_regex = "[^/]+"
-
-    # A list of the definitions stands in for a queryset (paginated the same way).
-    def get_queryset(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return [self._describe(d) for d in registry.definitions()]
-
-    @staticmethod
-    def _describe(definition: Any) -> dict[str, Any]:
-        graph = workflow_graph(definition.workflow)
-        return {"name": definition.name, "version": definition.version, "graph": graph}
-
-    def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def retrieve(self, request: Request, name: str) -> Response:
-        try:
-            definition = registry.get(name)
-        except UnknownWorkflowError as exc:
-            raise NotFound(str(exc), code=exc.code) from None
-        return Response(self.get_serializer(self._describe(definition)).data)
 
 
 class ObjectLookupMixin(_ViewSet):
@@ -452,23 +410,3 @@ class FunctionResponseViewSet(ApiViewMixin, viewsets.GenericViewSet):
         invocation = services.submit_function_responses(answers, actor=request.user)
         accepted = {"invocation": InvocationSerializer(invocation).data, "interrupts": ids}
         return Response(accepted, status=status.HTTP_202_ACCEPTED)
-
-
-TokenSerializer = inline_serializer("Token", {"token": serializers.CharField()})
-
-
-class ObtainTokenView(ApiViewMixin, ObtainAuthToken):
-    """Exchange a username and password for the caller's API token (open to anonymous
-    callers: it is how they sign in)."""
-
-    required_permissions: list[type[BasePermission]] = []
-    permission_classes = [AllowAny]
-    throttle_classes = [TokenRateThrottle]  # DRF's view has none: guesses would be unlimited
-
-    @extend_schema(
-        summary="Your API token, from your username and password",
-        request=AuthTokenSerializer,
-        responses={200: TokenSerializer, **errors(400, 413, 415, 429)},
-    )
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().post(request, *args, **kwargs)

@@ -30,7 +30,8 @@ from ..conf import hitl_settings
 from ..engine.status import InterruptStatus
 from ..expressions import HasAnyElement
 from ..models import Interrupt
-from ..policy import answer_policy, assignee_names
+from ..policy import answer_policy
+from ..principals import assignee_names
 from . import statements
 
 VIEWS: dict[str, str] = {

@@ -35,7 +35,8 @@ from ..engine.status import InterruptStatus
 from ..expressions import HasAnyElement
 from ..models import Delegation, Interrupt, NotificationAttempt
 from ..people_models import NOTIFY_EVENTS
-from ..policy import answer_policy, assignee_names
+from ..policy import answer_policy
+from ..principals import assignee_names
 
 logger = logging.getLogger(__name__)
 
