@@ -16,9 +16,11 @@
       }
     }
   }
-  document.addEventListener("DOMContentLoaded", () => {
+  function labelAll() {
     document
       .querySelectorAll("table.hitl-table, body.app-workflows #result_list")
       .forEach(label);
-  });
+  }
+  document.addEventListener("DOMContentLoaded", labelAll);
+  document.addEventListener("hitl:monitor-updated", labelAll); // live.js swapped the tables
 })();
