@@ -11,6 +11,7 @@ from tests.approvals.conftest import decision_url
 from tests.asking import ask
 from tests.factories import ApproverFactory
 from workflows import services
+from workflows.models import Decision
 
 from .test_inbox_browser import chromium  # noqa: F401 (the fixture: logged-in pages)
 
@@ -24,6 +25,15 @@ READ = """() => ({
   marker: window.hitlNotReloaded === true,
   overflow: document.documentElement.scrollWidth - window.innerWidth,
 })"""
+
+# Submits the form as Enter in a field would; whether the browser would send it.
+SUBMIT = """() => {
+  const form = document.getElementById('decision-form');
+  let sent = null;
+  form.addEventListener('submit', (event) => { sent = !event.defaultPrevented; }, { once: true });
+  form.requestSubmit();
+  return sent;
+}"""
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -47,6 +57,8 @@ def test_an_answer_given_elsewhere_disables_the_open_form(live_server, chromium,
         answer.join()
         page.wait_for_selector("#hitl-live:not([hidden])", timeout=20_000)
         after = page.evaluate(READ)
+        # Enter in a field, say: the stale form is not sent.
+        sent = page.evaluate(SUBMIT)
 
     assert before["banner"] == "" and not before["approve"] and not before["reject"]
     assert after["marker"] is True  # the same page: updated in place
@@ -55,3 +67,5 @@ def test_an_answer_given_elsewhere_disables_the_open_form(live_server, chromium,
     assert after["role"] == "status"
     assert after["approve"] and after["reject"]
     assert before["overflow"] <= 0 and after["overflow"] <= 0
+    assert sent is False
+    assert list(Decision.objects.values_list("actor__username", flat=True)) == ["bob"]
