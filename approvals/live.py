@@ -22,6 +22,7 @@ from typing import Any
 from django.contrib.admin.utils import unquote
 from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.utils.formats import date_format
 
@@ -72,7 +73,7 @@ class QuestionReader:
         read = QuestionRead(digest, row, decisions)
         if digest != after:
             chosen = Interrupt.objects.select_related("invocation", "resolved_by")
-            read.interrupt = readable_row(chosen.filter(pk=self.interrupt_id))
+            read.interrupt = readable_row(chosen.filter(pk=self.interrupt_id)) or row
             read.open = may_open(self.user, read.interrupt)
         return read
 
@@ -112,7 +113,7 @@ def _ended(read: QuestionRead) -> bool:
     return read.interrupt.status != InterruptStatus.PENDING or not read.open
 
 
-def question_events(request: HttpRequest, object_id: str) -> HttpResponse:
+def question_events(request: HttpRequest, object_id: str) -> HttpResponseBase:
     """`GET <question>/events/` beside the decision page: its live feed."""
     interrupt_id = unquote(object_id)
     interrupt = None

@@ -18,7 +18,7 @@ from .test_inbox_browser import chromium  # noqa: F401 (the fixture: logged-in p
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 READ = """() => ({
-  banner: document.getElementById('hitl-live').hidden ? '' : document.getElementById('hitl-live').innerText,
+  banner: ((b) => (b.hidden ? '' : b.innerText))(document.getElementById('hitl-live')),
   role: document.getElementById('hitl-live').getAttribute('role'),
   approve: document.getElementById('approve').disabled,
   reject: document.getElementById('reject').disabled,

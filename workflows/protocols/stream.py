@@ -76,8 +76,8 @@ def parse_position(text: str | None) -> Position:
     return Position(int(match[1]), bool(match[2]))
 
 
-def sse(data: Any, event: str, position: Position | None = None) -> str:
-    """One SSE event; its data is one line of JSON."""
+def sse(data: Any, event: str, position: Position | str | None = None) -> str:
+    """One SSE event; its data is one line of JSON; `position` its id."""
     head = f"id: {position}\n" if position is not None else ""
     body = json.dumps(data, cls=DjangoJSONEncoder, separators=(",", ":"))
     return f"{head}event: {event}\ndata: {body}\n\n"
