@@ -6,16 +6,20 @@ the test's own process (the WSGI path, polling)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.admin.utils import quote
+from django.test import override_settings
 from django.urls import reverse
 
 from tests.asking import ask
 from tests.factories import ApproverFactory, UserFactory
 from tests.protocols.sse import Message, parse
 from workflows import services
+from workflows.models import Interrupt
+from workflows.protocols import stream
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,9 +28,23 @@ def events_url(interrupt: Any) -> str:
     return reverse("admin:approvals_pendingapproval_events", args=[quote(interrupt.pk)])
 
 
+OPENED: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def close_feeds() -> Iterator[None]:
+    """Closes each feed a test opened, as the server does when a client leaves (giving
+    its place back)."""
+    yield
+    while OPENED:
+        OPENED.pop().close()
+    assert stream.capacity.open == 0
+
+
 def follow(client: Any, user: Any, interrupt: Any, **headers: str) -> Iterator[Message]:
     client.force_login(user)
     response = client.get(events_url(interrupt), headers=headers)
+    OPENED.append(response)
     assert response.status_code == 200
     assert response["Content-Type"] == "text/event-stream"
     chunks = (c.decode() for c in response.streaming_content)
@@ -102,3 +120,28 @@ def test_resuming_at_the_state_sent_sends_only_what_changes(client):
     assert resumed[0].data["status"] == "cancelled"
     again = list(follow(client, alice, question, **{"Last-Event-ID": resumed[0].id}))
     assert [m.event for m in again] == ["end"]  # the state it had: not sent twice
+
+
+def test_an_expired_question_is_sent_and_ends_the_feed(client):
+    alice = ApproverFactory(username="alice")
+    question = ask(timeout=timedelta(hours=1), on_timeout={"approved": False})
+    feed = follow(client, alice, question)
+    assert next(feed).data["answerable"] is True
+    Interrupt.objects.update(deadline=question.created_at - timedelta(seconds=1))
+    assert services.expire_overdue_interrupts() == 1
+    expired = next(feed)
+    assert expired.data["status"] == "expired"
+    assert expired.data["message"] == "Expired meanwhile: its timeout policy applied."
+    assert [m.event for m in feed] == ["end"]
+
+
+@override_settings(HITL={"STREAM_MAX_CLIENTS": 1})
+def test_a_feed_over_the_limit_is_refused_with_503_and_a_closed_one_frees_its_place(client):
+    client.force_login(ApproverFactory(username="alice"))
+    question = ask(message="Approve the offsite?")
+    first = client.get(events_url(question))
+    refused = client.get(events_url(question))
+    assert refused.status_code == 503
+    assert b"live streams" in refused.content
+    first.close()
+    assert stream.capacity.open == 0
