@@ -41,9 +41,9 @@ from workflows.policy import (
 )
 from workflows.registry import registry
 
-from . import dashboard, display, passkeys
+from . import dashboard, display, live, passkeys
 from .forms import ApprovalForm, comment_of, is_approval
-from .gates import EDIT, GateForm, decision_form, edited_args
+from .gates import GateForm, decision_form, outcome_message
 from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
@@ -218,6 +218,11 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             self.message_user(request, f"Skipped {reason}", messages.WARNING)
 
     # -- the decision page -----------------------------------------------------------------
+    def get_urls(self) -> list:
+        events = self.admin_site.admin_view(live.question_events)
+        name = "approvals_pendingapproval_events"  # the page's live feed, beside it
+        return [path("<path:object_id>/events/", events, name=name), *super().get_urls()]
+
     def change_view(
         self,
         request: HttpRequest,
@@ -235,7 +240,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         display.in_declared_order(interrupt)
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)
-        if not (may_answer or may_reassign):
+        if not (may_answer or may_reassign):  # live.may_open, with both parts kept
             # Why, on a page with the way back (the question itself stays hidden).
             context = {
                 **self.admin_site.each_context(request),
@@ -327,7 +332,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
                 f"{claimed_by.get_username()} had claimed this question; your decision counts.",
                 messages.WARNING,
             )
-        self.message_user(request, _outcome_message(decision), messages.SUCCESS)
+        self.message_user(request, outcome_message(decision), messages.SUCCESS)
         return HttpResponseRedirect(self._next_url(request, interrupt))
 
     def _next_url(self, request: HttpRequest, current: Interrupt) -> str:
@@ -381,7 +386,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     class Media:
         css = {"all": ["approvals/approvals.css"]}
-        js = ["approvals/countdown.js", "approvals/passkeys.js"]
+        js = ["approvals/countdown.js", "approvals/passkeys.js", "approvals/live.js"]
 
 
 def _standing_in(user: Any, interrupt: Interrupt) -> Any:
@@ -400,19 +405,6 @@ def _assignee_list(text: str) -> list[str]:
 
 def _monitor_url(invocation_id: Any) -> str:
     return reverse("admin:workflows_invocation_change", args=[quote(invocation_id)])
-
-
-def _outcome_message(decision: Decision) -> str:
-    interrupt = decision.interrupt
-    response = decision.response
-    if isinstance(response, dict) and response.get("decision") == EDIT:
-        # The question's message names the proposal; the approval is of the edit.
-        changes = edited_args((interrupt.payload or {}).get("args"), response.get("args"))
-        return f"Decision recorded; approved with your changes: {changes}."
-    if interrupt.status == InterruptStatus.RESOLVED:
-        return f"Decision recorded; “{Truncator(interrupt.message).chars(60)}” is answered."
-    remaining = interrupt.quorum - interrupt.decisions.count()
-    return f"Decision recorded; waiting for {remaining} more approval(s)."
 
 
 @admin.register(Decision)

@@ -13,9 +13,11 @@ import json
 from typing import Any
 
 from django import forms
+from django.utils.text import Truncator
 
 from workflows.engine.questions import is_gate_question
-from workflows.models import Interrupt
+from workflows.engine.status import InterruptStatus
+from workflows.models import Decision, Interrupt
 from workflows.policy import grant_policy
 
 from .forms import SchemaForm, form_for
@@ -210,3 +212,17 @@ def decision_form(interrupt: Interrupt, user: Any, data: Any = None) -> forms.Fo
     if is_gate(interrupt):
         return GateForm(interrupt, data, user=user)
     return form_for(interrupt.response_schema, data)
+
+
+def outcome_message(decision: Decision) -> str:
+    """What the decision page says once `decision` is recorded."""
+    interrupt = decision.interrupt
+    response = decision.response
+    if isinstance(response, dict) and response.get("decision") == EDIT:
+        # The question's message names the proposal; the approval is of the edit.
+        changes = edited_args((interrupt.payload or {}).get("args"), response.get("args"))
+        return f"Decision recorded; approved with your changes: {changes}."
+    if interrupt.status == InterruptStatus.RESOLVED:
+        return f"Decision recorded; “{Truncator(interrupt.message).chars(60)}” is answered."
+    remaining = interrupt.quorum - interrupt.decisions.count()
+    return f"Decision recorded; waiting for {remaining} more approval(s)."

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
@@ -76,8 +76,8 @@ def parse_position(text: str | None) -> Position:
     return Position(int(match[1]), bool(match[2]))
 
 
-def sse(data: Any, event: str, position: Position | None = None) -> str:
-    """One SSE event; its data is one line of JSON."""
+def sse(data: Any, event: str, position: Position | str | None = None) -> str:
+    """One SSE event; its data is one line of JSON; `position` its id."""
     head = f"id: {position}\n" if position is not None else ""
     body = json.dumps(data, cls=DjangoJSONEncoder, separators=(",", ":"))
     return f"{head}event: {event}\ndata: {body}\n\n"
@@ -250,8 +250,18 @@ def _subscription(invocation_id: str) -> AbstractAsyncContextManager[asyncio.Eve
     return lsn.subscription(invocation_id) if lsn is not None else nullcontext(None)
 
 
-Render = Callable[[Batch, Position], list[str]]
-Done = Callable[[Batch], bool]
+class Reader(Protocol):
+    """What `follow` reads: a position's news in a batch with `position` and `more`
+    (StreamReader's Batch; the approvals' question feed has its own), woken by
+    `invocation_id`'s channel."""
+
+    invocation_id: str
+
+    def read(self, after: Any) -> Any: ...
+
+
+Render = Callable[[Any, Any], list[str]]  # (batch, position read after) -> SSE events
+Done = Callable[[Any], bool]
 
 
 def _ended(batch: Batch) -> bool:
@@ -259,7 +269,7 @@ def _ended(batch: Batch) -> bool:
 
 
 async def follow_async(
-    reader: StreamReader, after: Position, slot: Slot, render: Render, done: Done = _ended
+    reader: Reader, after: Any, slot: Slot, render: Render, done: Done = _ended
 ) -> AsyncIterator[str]:
     """A stream under ASGI: what `render` makes of each read, until `done`, or until the
     client goes (the server cancels it). No thread is held while it waits."""
@@ -295,7 +305,7 @@ async def follow_async(
         slot.release()
 
 
-def _step(reader: StreamReader, position: Position, render: Render) -> tuple[Batch, list[str]]:
+def _step(reader: Reader, position: Any, render: Render) -> tuple[Any, list[str]]:
     """A read and its rendering (both ask the database), from a thread of the shared
     pool, giving its connection back as the database settings say (CONN_MAX_AGE), as a
     request would."""
@@ -319,7 +329,7 @@ async def _wait(woken: asyncio.Event | None, seconds: float) -> bool:
 
 
 def follow(
-    reader: StreamReader, after: Position, slot: Slot, render: Render, done: Done = _ended
+    reader: Reader, after: Any, slot: Slot, render: Render, done: Done = _ended
 ) -> Iterator[str]:
     """A stream under WSGI: the request's thread polls (one thread per client)."""
     try:
