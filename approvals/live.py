@@ -26,7 +26,6 @@ from django.http.response import HttpResponseBase
 from django.utils import timezone
 from django.utils.formats import date_format
 
-from workflows.api.stream import event_stream
 from workflows.engine.status import InterruptStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Interrupt
@@ -140,4 +139,4 @@ def question_events(request: HttpRequest, object_id: str) -> HttpResponseBase:
         return sent
 
     follow = stream.follow_async if isinstance(request, ASGIRequest) else stream.follow
-    return event_stream(follow(reader, after, slot, render, _ended), slot)
+    return stream.event_stream(follow(reader, after, slot, render, _ended), slot)

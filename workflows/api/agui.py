@@ -19,7 +19,7 @@ from ..protocols import agui, stream
 from ..registry import UnknownWorkflowError, registry
 from .exceptions import error_body
 from .permissions import CanStartInvocation
-from .stream import EventStreamView, StreamBusy, event_stream
+from .stream import EventStreamView, StreamBusy
 
 
 class AguiRunView(EventStreamView):
@@ -60,4 +60,4 @@ class AguiRunView(EventStreamView):
             content: Any = stream.follow_async(reader, run.after, slot, render, agui.stopped)
         else:
             content = stream.follow(reader, run.after, slot, render, agui.stopped)
-        return event_stream(content, slot)
+        return stream.event_stream(content, slot)

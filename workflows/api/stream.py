@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.handlers.asgi import ASGIRequest
-from django.db import connections
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -79,20 +78,4 @@ class InvocationStreamView(EventStreamView):
             raise StreamBusy(str(exc)) from None
         reader = stream.StreamReader(str(key), request.user)
         asgi = isinstance(request._request, ASGIRequest)
-        return event_stream(stream.live_stream(reader, after, slot, asgi=asgi), slot)
-
-
-def event_stream(content: Any, slot: stream.Slot) -> StreamingHttpResponse:
-    """A text/event-stream response that no proxy buffers, holds no database connection
-    between reads, and gives back its place whichever comes first: its end, or the server
-    closing it (a response the server never iterates, when the client left first)."""
-    # Under ASGI the view's thread would keep its database connection for as long as the
-    # stream lasts (one per client); the stream's reads take theirs from the shared pool.
-    for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            connection.close()
-    response = StreamingHttpResponse(content, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
-    response._resource_closers.insert(0, slot.release)  # type: ignore[attr-defined]
-    return response
+        return stream.event_stream(stream.live_stream(reader, after, slot, asgi=asgi), slot)

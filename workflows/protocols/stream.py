@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
+from django.http import StreamingHttpResponse
 
 from workflows.conf import hitl_settings
 from workflows.engine.status import NodeStatus
@@ -367,3 +368,19 @@ def live_stream(reader: StreamReader, after: Position, slot: Slot, *, asgi: bool
     if asgi:
         return follow_async(reader, after, slot, render)
     return follow(reader, after, slot, render)
+
+
+def event_stream(content: Any, slot: Slot) -> StreamingHttpResponse:
+    """A text/event-stream response that no proxy buffers, holds no database connection
+    between reads, and gives back its place whichever comes first: its end, or the server
+    closing it (a response the server never iterates, when the client left first)."""
+    # Under ASGI the view's thread would keep its database connection for as long as the
+    # stream lasts (one per client); the stream's reads take theirs from the shared pool.
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+    response = StreamingHttpResponse(content, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+    response._resource_closers.insert(0, slot.release)  # type: ignore[attr-defined]
+    return response
