@@ -16,12 +16,14 @@ from django.urls import reverse
 
 from tests.asking import ask
 from tests.factories import ApproverFactory, UserFactory
-from tests.protocols.sse import Message, parse
+from tests.protocols.sse import Message, own_capacity, parse
 from workflows import services
 from workflows.models import Interrupt
 from workflows.protocols import stream
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_capacity")]
+
+__all__ = ["own_capacity"]  # a fixture, used by every test here
 
 
 def events_url(interrupt: Any) -> str:
@@ -32,13 +34,13 @@ OPENED: list[Any] = []
 
 
 @pytest.fixture(autouse=True)
-def close_feeds() -> Iterator[None]:
+def close_feeds(own_capacity: stream.Capacity) -> Iterator[None]:
     """Closes each feed a test opened, as the server does when a client leaves (giving
     its place back)."""
     yield
     while OPENED:
         OPENED.pop().close()
-    assert stream.capacity.open == 0
+    assert own_capacity.open == 0
 
 
 def follow(client: Any, user: Any, interrupt: Any, **headers: str) -> Iterator[Message]:

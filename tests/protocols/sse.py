@@ -8,6 +8,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
+from workflows.protocols import stream
+
 
 @dataclass
 class Message:
@@ -42,3 +46,12 @@ def parse(chunks: Iterable[str]) -> Iterator[Message | str]:
 def messages(chunks: Iterable[str]) -> list[Message]:
     """Every event (comments left out) of a stream that ends."""
     return [m for m in parse(chunks) if isinstance(m, Message)]
+
+
+@pytest.fixture
+def own_capacity(monkeypatch: pytest.MonkeyPatch) -> stream.Capacity:
+    """A count of live streams for this test alone: a browser test's server may still hold
+    a stream whose page has closed (it notices at its next keep-alive)."""
+    fresh = stream.Capacity()
+    monkeypatch.setattr(stream, "capacity", fresh)
+    return fresh

@@ -17,9 +17,11 @@ from workflows import services
 from workflows.models import SessionEvent
 from workflows.protocols import stream
 
-from .sse import KEEP_ALIVE, Message, messages, parse
+from .sse import KEEP_ALIVE, Message, messages, own_capacity, parse
 
-pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["own_capacity"]  # a fixture, used by every test here
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("own_capacity")]
 
 
 def client(user: Any) -> APIClient:
