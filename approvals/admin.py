@@ -240,7 +240,9 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         display.in_declared_order(interrupt)
         may_answer = answer_policy().can_answer(request.user, interrupt)
         may_reassign = can_reassign(request.user, interrupt)
-        if not (may_answer or may_reassign):  # live.may_open, with both parts kept
+        if not (
+            may_answer or may_reassign
+        ):  # policy.may_open_question, both parts kept for the page
             # Why, on a page with the way back (the question itself stays hidden).
             context = {
                 **self.admin_site.each_context(request),

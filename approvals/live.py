@@ -3,7 +3,7 @@ Server-Sent Events, so a page left open learns that the question was answered by
 else, cancelled, expired or handed over, and disables its form.
 
 An approver usually may not see the invocation, so the feed is the question's own,
-authorized as the decision page is (`may_open`; anyone else gets the page's 404). It
+authorized as the decision page is (`policy.may_open_question`; anyone else gets the page's 404). It
 sends `event: question` once on connecting and again whenever the state (status, who
 answered, the number of decisions, the assignees) changes, with `id:` a digest of that
 state: `Last-Event-ID` resumes without repeating an unchanged state. It ends once the
@@ -29,18 +29,13 @@ from django.utils.formats import date_format
 from workflows.engine.status import InterruptStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Interrupt
-from workflows.policy import answer_policy, can_reassign
+from workflows.policy import answer_policy, may_open_question
 from workflows.protocols import stream
 
 from . import display
 from .loading import readable_row
 
 STATE_FIELDS = ["status", "assignees", "resolved_by_id", "invocation_id"]
-
-
-def may_open(user: Any, interrupt: Interrupt) -> bool:
-    """Whether `user` may open the decision page of `interrupt` (and so its feed)."""
-    return answer_policy().can_answer(user, interrupt) or can_reassign(user, interrupt)
 
 
 @dataclass
@@ -73,7 +68,7 @@ class QuestionReader:
         if digest != after:
             chosen = Interrupt.objects.select_related("invocation", "resolved_by")
             read.interrupt = readable_row(chosen.filter(pk=self.interrupt_id)) or row
-            read.open = may_open(self.user, read.interrupt)
+            read.open = may_open_question(self.user, read.interrupt)
         return read
 
 
@@ -119,7 +114,7 @@ def question_events(request: HttpRequest, object_id: str) -> HttpResponseBase:
     if is_possible_id(interrupt_id):
         chosen = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id)
         interrupt = readable_row(chosen)
-    if interrupt is None or not may_open(request.user, interrupt):
+    if interrupt is None or not may_open_question(request.user, interrupt):
         raise Http404(f"no interrupt {interrupt_id!r}")
     after = (request.headers.get("Last-Event-ID") or "")[:64]
     try:

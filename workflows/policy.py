@@ -245,6 +245,12 @@ def can_reassign(user: Any, interrupt: Interrupt) -> bool:
     return not reassign_refusal(user, interrupt)
 
 
+def may_open_question(user: Any, interrupt: Interrupt) -> bool:
+    """Whether `user` may open the decision page of `interrupt` (and so its live feed):
+    they may answer it or hand it over."""
+    return answer_policy().can_answer(user, interrupt) or can_reassign(user, interrupt)
+
+
 def unreachable_quorum(
     assignees: list[str], quorum: int, *, approvals: int = 0, excluded: Iterable[Any] = ()
 ) -> str:
