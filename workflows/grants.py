@@ -24,7 +24,7 @@ from .engine.gates import Gate, gates_of
 from .engine.grants import pins_problem
 from .engine.questions import is_gate_question
 from .engine.status import GrantScope
-from .gate_models import Grant
+from .models import Grant
 from .policy import grant_policy
 from .registry import registry
 from .store.actions import grant_action, report_grant_action

@@ -41,11 +41,11 @@ from workflows import services
 from workflows.api.exceptions import STATUS_BY_CODE
 from workflows.engine.errors import WorkflowError
 from workflows.engine.status import InterruptStatus
-from workflows.gate_models import Grant
 from workflows.models import (
     AuditEntry,
     Decision,
     Delegation,
+    Grant,
     Interrupt,
     Invocation,
     NodeRun,

@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from .. import grants
-from ..gate_models import Grant, GrantUse
+from ..models import Grant, GrantUse
 from ..policy import ANSWER_PERMISSION, CHANGE_GRANT_PERMISSION
 from .base import ReadOnlyAdmin
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from .. import grants
 from ..engine.errors import InvalidGrantError, UnknownGrantError
 from ..engine.status import GrantScope
-from ..gate_models import Grant
+from ..models import Grant
 from ..registry import registry
 from .filters import StrictBooleanFilter
 from .idempotency import idempotent

@@ -5,7 +5,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import workflows.gate_models
+import workflows.models.grants
 
 
 class Migration(migrations.Migration):
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                 (
                     "id",
                     models.CharField(
-                        default=workflows.gate_models.new_grant_id,
+                        default=workflows.models.grants.new_grant_id,
                         editable=False,
                         max_length=64,
                         primary_key=True,

@@ -7,7 +7,7 @@ import pgtrigger.migrations
 from django.conf import settings
 from django.db import migrations, models
 
-import workflows.passkey_models
+import workflows.models.passkeys
 
 # pgtrigger's trigger function obeys `SET pgtrigger.ignore`: any role with UPDATE could
 # switch it off for its session. This one reads no setting, and ENABLE ALWAYS keeps it
@@ -64,7 +64,7 @@ class Migration(migrations.Migration):
                 (
                     "nonce",
                     models.CharField(
-                        default=workflows.passkey_models.new_nonce,
+                        default=workflows.models.passkeys.new_nonce,
                         editable=False,
                         max_length=64,
                         unique=True,

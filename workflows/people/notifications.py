@@ -33,8 +33,7 @@ from ..audit import actions
 from ..conf import hitl_settings
 from ..engine.status import InterruptStatus
 from ..expressions import HasAnyElement
-from ..models import Delegation, Interrupt, NotificationAttempt
-from ..people_models import NOTIFY_EVENTS
+from ..models import NOTIFY_EVENTS, Delegation, Interrupt, NotificationAttempt
 from ..policy import answer_policy
 from ..principals import assignee_names
 

@@ -21,7 +21,7 @@ from .. import signals
 from ..engine.errors import GrantUnavailableError, UnknownGrantError
 from ..engine.state import EffectRecord, GrantRecord, WriteBatch
 from ..engine.status import EffectStatus, GrantScope
-from ..gate_models import Effect, Grant, GrantUse
+from ..models import Effect, Grant, GrantUse
 from .dialect import Dialect
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]

@@ -23,8 +23,7 @@ from ..engine.events import FAIL_ON_TIMEOUT, Event, FunctionCall, FunctionRespon
 from ..engine.state import NOT_LOADED, Checkpoint, InterruptRecord, InvocationRecord, NodeRunState
 from ..engine.status import InterruptStatus, NodeStatus
 from ..engine.values import key_order
-from ..models import Interrupt, Invocation, NodeRun, SessionEvent
-from ..querysets import ANSWERED_STATUSES
+from ..models import ANSWERED_STATUSES, Interrupt, Invocation, NodeRun, SessionEvent
 
 ANSWERED = ANSWERED_STATUSES  # the statuses of an answered interrupt, one list for all
 

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from .engine.status import InterruptStatus, NodeStatus
+from ..engine.status import InterruptStatus, NodeStatus
 
 OPEN_STATUSES = [NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.WAITING]
 # An interrupt with an answer: a person's (or a node's), or its on_timeout default.

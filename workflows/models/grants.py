@@ -1,7 +1,7 @@
-"""Durable state of agent actions: grants (remembered approvals), their uses, and effects.
+"""Durable state of agent actions' grants (remembered approvals) and their uses.
 
 The engine's store writes these rows (workflows.store); people list and revoke grants in
-the admin and the API through workflows.grants.
+the admin and the API through workflows.services.
 """
 
 import uuid
@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .engine.status import EffectStatus, GrantScope
+from ..engine.status import GrantScope
 
 
 def new_grant_id() -> str:
@@ -86,33 +86,3 @@ class GrantUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.grant_id} at {self.path}"
-
-
-class Effect(models.Model):
-    """A side effect of a node run (`ctx.effect`): started before its function is called,
-    finished with its result, failed, or in doubt (started and never finished)."""
-
-    invocation = models.ForeignKey(
-        "workflows.Invocation", on_delete=models.CASCADE, related_name="effects", db_index=False
-    )
-    path = models.CharField(max_length=1000)
-    name = models.CharField(max_length=200)
-    key = models.TextField(help_text="the idempotency key the function is given")
-    status = models.CharField(
-        max_length=16, choices=[(s.value, s.value.replace("_", " ")) for s in EffectStatus]
-    )
-    result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    attempts = models.PositiveIntegerField(default=1)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["invocation", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["invocation", "path", "name"], name="hitl_effect_once")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} at {self.path} ({self.status})"
