@@ -1,7 +1,7 @@
 """Passkeys in the admin: "Approvals > Passkeys" lists, adds and removes the logged-in
 person's own passkeys (the WebAuthn registration ceremony, its challenge kept in the
 session), and the decision page asks for the challenge its passkey signs. Every change goes
-through workflows.passkeys; approvals/static/approvals/passkeys.js drives the browser.
+through workflows.services.passkeys; approvals/static/approvals/passkeys.js drives the browser.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from workflows import passkeys, services
+from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.conf import hitl_settings
 from workflows.engine.errors import ResponseValidationError, WorkflowError
+from workflows.services import passkeys
 
 from . import display
 from .forms import comment_of
@@ -61,7 +62,7 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
 class PasskeyAdmin(ReadOnlyAdmin):
     """Your passkeys, and only yours: anyone who may use the admin manages their own. The
     admin's own add, change and delete views are not used: registering is a ceremony
-    with the browser, removing a POST of its own, each through workflows.passkeys."""
+    with the browser, removing a POST of its own, each through workflows.services.passkeys."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_staff

@@ -122,7 +122,7 @@ class TimedSteps:
     """Times each interrupt's escalation transaction, as the sweep runs it."""
 
     def __init__(self) -> None:
-        from workflows.people import escalation
+        from workflows.services import sweeps as escalation
 
         self.module = escalation
         self.real = escalation._escalate

@@ -24,10 +24,12 @@ class WorkflowsConfig(AppConfig):
         # checks registers the system checks when imported; task_mode connects Celery's
         # worker_init guard.
         # grants connects the audit trail's receiver of grant actions.
-        from . import checks, grants, heartbeat, log, task_mode, webhooks, worker_connections  # noqa: F401
+        from . import checks, log, task_mode, webhooks  # noqa: F401
         from .conf import hitl_settings
         from .people import notifications
         from .registry import registry
+        from .services import grants  # noqa: F401
+        from .worker import connections, heartbeat
 
         registry.autodiscover(hitl_settings.WORKFLOW_MODULES)
         webhooks.connect()  # signed notifications to the endpoints configured in admin
@@ -39,5 +41,5 @@ class WorkflowsConfig(AppConfig):
         heartbeat.connect()  # Celery worker and beat heartbeats, for hitl_status
         task_mode.connect()  # a worker that could receive no task refuses to start
         log.connect()  # the invocation id on a worker's log records
-        worker_connections.connect()  # a worker keeps its database connections
+        connections.connect()  # a worker keeps its database connections
         post_migrate.connect(install_store_functions, sender=self)

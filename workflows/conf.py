@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "POSTGRES_PREPARED_STATEMENTS": False,
     # Seconds a Celery worker keeps a database connection between tasks when the
     # database's CONN_MAX_AGE is Django's default 0 (a kept connection is pinged before
-    # each task's first query; see workflows/worker_connections.py). 0: Celery's default,
+    # each task's first query; see workflows/worker/connections.py). 0: Celery's default,
     # a new connection for every task, several times slower on PostgreSQL.
     "WORKER_CONN_MAX_AGE": 60,
     # Seconds after which an unleased PENDING/RUNNING invocation counts as stalled.
@@ -59,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
     # meanwhile); an endpoint added in another process gets events after at most this.
     "WEBHOOK_ENDPOINTS_CACHE_SECONDS": 5,
     # Who may answer an interrupt: dotted path of a policy class with
-    # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy.py.
+    # can_answer(user, interrupt) and answerable(user, queryset); see workflows/policy/answers.py.
     "ANSWER_POLICY": "workflows.policy.AssigneePolicy",
     # The inbox (DESIGN 4.3): a question is "due soon" when its due date is less than this
     # many seconds away; the counts on the admin index and the inbox's page count stop at

@@ -4,7 +4,7 @@ modules may read it). What reads it:
 - a project's beat schedule: `CELERY_BEAT_SCHEDULE = {**beat_schedule(), ...}` (the demo's
   settings, docs/embedding.md);
 - `manage.py hitl_periodic`, which runs the same tasks without beat;
-- the heartbeat (`workflows.heartbeat`), which counts these tasks as the periodic jobs;
+- the heartbeat (`workflows.worker.heartbeat`), which counts these tasks as the periodic jobs;
 - the system check workflows.W003, which warns when a CELERY_BEAT_SCHEDULE misses one;
 - the docs: docs/embedding.md and docs/deployment.md list them, and a test holds both
   lists to this one.

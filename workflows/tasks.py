@@ -1,15 +1,15 @@
-"""Celery tasks: thin wrappers over the worker and the webhooks. Human waits never sit in
-the broker: a task exists only while there is engine work to do. The rest of the package
-enqueues them by name (`dispatch`) and never imports this module; the Celery app's
-autodiscovery does."""
+"""Celery tasks: thin wrappers over the write path (`services`) and the webhooks. Human
+waits never sit in the broker: a task exists only while there is engine work to do. The
+rest of the package enqueues them by name (`dispatch`) and never imports this module; the
+Celery app's autodiscovery does."""
 
 from celery import Task, shared_task
 
-from . import dispatch, webhooks, worker
+from . import dispatch, services, webhooks
 from .audit import documents
 from .conf import hitl_settings
 from .models import IdempotencyKey
-from .people import escalation, notifications, out_of_office
+from .people import notifications
 
 
 @shared_task(
@@ -21,7 +21,7 @@ from .people import escalation, notifications, out_of_office
     max_retries=None,
 )
 def run_invocation(self: Task, invocation_id: str) -> None:
-    retry_after = worker.execute(invocation_id)
+    retry_after = services.execute(invocation_id)
     # Another run holds the lease. If it is alive it picks up this work itself; if its
     # worker died, the lease expires and this delivery takes over then, instead of the
     # work waiting for recover_stalled. (In-process tasks run inside that other run.)
@@ -31,22 +31,22 @@ def run_invocation(self: Task, invocation_id: str) -> None:
 
 @shared_task(name=dispatch.EXPIRE_OVERDUE_INTERRUPTS, ignore_result=True)
 def expire_overdue_interrupts() -> int:
-    return worker.expire_overdue_interrupts()
+    return services.expire_overdue_interrupts()
 
 
 @shared_task(name=dispatch.ESCALATE_INTERRUPTS, ignore_result=True)
 def escalate_interrupts() -> int:
-    return escalation.escalate_interrupts()
+    return services.escalate_interrupts()
 
 
 @shared_task(name=dispatch.ANNOUNCE_DELEGATIONS, ignore_result=True)
 def announce_delegations() -> int:
-    return out_of_office.announce_delegations()
+    return services.announce_delegations()
 
 
 @shared_task(name=dispatch.RECOVER_STALLED, ignore_result=True)
 def recover_stalled() -> int:
-    return worker.recover_stalled()
+    return services.recover_stalled()
 
 
 @shared_task(name=dispatch.DELIVER_WEBHOOK, ignore_result=True)

@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from tests.gates.gated import REFUND
-from workflows import grants, services
+from workflows import services
+from workflows.services import grants
 
 from .conftest import error_of, pending, snapshot, start, user_with
 

@@ -17,11 +17,12 @@ from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.gates.test_services import PROPOSAL, start_refund, support
 from tests.people.conftest import away
-from workflows import grants, services
+from workflows import services
 from workflows.audit.rows import RowProblem
 from workflows.audit.verify import verify
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Decision, Delegation, Grant, Interrupt, Invocation
+from workflows.services import grants
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

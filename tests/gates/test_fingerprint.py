@@ -10,9 +10,9 @@ from tests.gates.gated import REFUND, pending
 from tests.gates.test_services import support
 from workflows import services
 from workflows.engine.errors import ResponseValidationError
-from workflows.grants import action_fingerprint
 from workflows.models import Decision
 from workflows.protocols import envelope
+from workflows.services.grants import action_fingerprint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

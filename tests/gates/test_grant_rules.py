@@ -23,7 +23,7 @@ from tests.asking import ask
 from tests.gates.gated import MAIL, REFUND, TRANSFER
 from tests.gates.test_services import snapshot, start_refund, support
 from tests.test_fuzz_inputs import FUZZ
-from workflows import grants, services
+from workflows import services
 from workflows.engine import Workflow, node
 from workflows.engine.effects import in_doubt_schema
 from workflows.engine.errors import InvalidGrantError, ResponseValidationError, WorkflowError
@@ -32,6 +32,7 @@ from workflows.engine.questions import effect_question_id
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Effect, Grant, Interrupt, Invocation, Session
 from workflows.registry import registry
+from workflows.services import grants
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

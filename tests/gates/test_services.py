@@ -12,10 +12,11 @@ from django.utils import timezone
 
 from tests.factories import ApproverFactory, UserFactory, grant_answer
 from tests.gates.gated import DELETE, REFUND, TIMED
-from workflows import grants, services
+from workflows import services
 from workflows.engine.errors import InvalidGrantError, UnknownGrantError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Decision, Effect, Grant, GrantUse, Interrupt, Invocation
+from workflows.services import grants
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

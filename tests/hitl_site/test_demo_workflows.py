@@ -212,7 +212,7 @@ def test_the_agents_rejected_refund_is_proposed_again_from_the_reason_then_maile
 
 
 def test_a_standing_grant_with_an_amount_pin_lets_small_refunds_pass():
-    from workflows import grants
+    from workflows.services import grants
 
     boss = ApproverFactory(is_superuser=True)
     pins = {"properties": {"amount": {"maximum": 50}}}

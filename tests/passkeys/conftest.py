@@ -9,8 +9,8 @@ from tests.api.conftest import client_for  # noqa: F401 (a fixture: token-authen
 from tests.audit.conftest import signing_key  # noqa: F401 (a fixture: receipts are signed)
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
-from workflows import passkeys
 from workflows.models import Interrupt, PasskeyChallenge
+from workflows.services import passkeys
 
 # What the test client's requests are taken for: host "testserver", plain HTTP.
 TEST_CLIENT_RP = passkeys.RelyingParty(

@@ -13,9 +13,10 @@ from tests.integration.test_concurrency import THREAD_TIMEOUT
 from tests.integration.worker import require_postgres
 from tests.locking import waits_on_a_lock
 from tests.passkeys.conftest import enrol, signature
-from workflows import passkeys, services
+from workflows import services
 from workflows.models import Decision, PasskeyCredential
-from workflows.passkeys import SignatureRefused
+from workflows.services import passkeys
+from workflows.services.passkeys import SignatureRefused
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -18,8 +18,9 @@ from tests.passkeys.authenticator import SoftAuthenticator
 from tests.passkeys.conftest import enrol
 from tests.passkeys.test_pages import PASSKEYS, post_json
 from tests.passkeys.test_signed_decisions import YES, signed_question
-from workflows import passkeys, services
+from workflows import services
 from workflows.models import Decision, PasskeyChallenge
+from workflows.services import passkeys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,10 +18,10 @@ from tests.asking import ask
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
 from tests.passkeys.conftest import enrol, last_issued
-from workflows import passkeys
 from workflows.audit.assertions import b64url, from_b64url
 from workflows.engine.status import InterruptStatus
 from workflows.models import AuditEntry, Decision, PasskeyCredential
+from workflows.services import passkeys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

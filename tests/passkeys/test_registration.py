@@ -1,4 +1,4 @@
-"""Registering and removing passkeys through workflows.passkeys: the ceremony's options,
+"""Registering and removing passkeys through workflows.services.passkeys: the ceremony's options,
 what a registration keeps, each refusal, and the relying party taken from the settings
 or the request."""
 
@@ -8,10 +8,10 @@ from django.test import RequestFactory
 from tests.factories import ApproverFactory
 from tests.passkeys.authenticator import SoftAuthenticator
 from tests.passkeys.conftest import TEST_CLIENT_RP, enrol
-from workflows import passkeys
 from workflows.audit.assertions import b64url
 from workflows.models import PasskeyCredential
-from workflows.passkeys import PasskeyError, RelyingParty
+from workflows.services import passkeys
+from workflows.services.passkeys import PasskeyError, RelyingParty
 
 pytestmark = pytest.mark.django_db
 

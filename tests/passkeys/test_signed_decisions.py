@@ -17,7 +17,7 @@ from workflows.engine import RequestInput
 from workflows.engine.errors import ResponseValidationError, UnknownInterruptError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import AuditEntry, Decision, Interrupt, Invocation, PasskeyCredential
-from workflows.passkeys import SignatureRefused
+from workflows.services.passkeys import SignatureRefused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from tests.people.test_delegation_announced import begins
 from tests.reliability.test_lock_order import race
 from workflows import services, signals
 from workflows.models import Delegation
-from workflows.people import out_of_office
+from workflows.services import delegations as out_of_office
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

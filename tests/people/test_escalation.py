@@ -21,7 +21,7 @@ from workflows.audit import trail
 from workflows.engine import Escalation, FunctionResponse
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import AuditEntry, Interrupt, Invocation
-from workflows.people import escalation
+from workflows.services import sweeps as escalation
 from workflows.signals import interrupt_escalated
 
 from .conftest import DIRECTORS, HAND_OVER_AFTER, MANAGERS, REMIND_AFTER, member

@@ -1,4 +1,4 @@
-"""The one answer check (workflows.answer_check): a signed question takes no direct answer
+"""The one answer check (workflows.services.answer_check): a signed question takes no direct answer
 from a person; a delegate answers the delegator's question but does not hand it over (so
 the delegator keeps it when the delegation ends); and, for generated assignees,
 delegations and four-eyes questions, the check agrees with the queryset half of the rule.
@@ -19,11 +19,11 @@ from tests.passkeys.conftest import enrol, signature
 from tests.people import test_delegation_matrix as generated
 from tests.people.conftest import away
 from workflows import services
-from workflows.answer_check import check_answer
 from workflows.engine.status import InterruptStatus
 from workflows.models import AuditEntry, Decision, Delegation, Interrupt
-from workflows.passkeys import SignatureRefused
 from workflows.policy import answer_policy, reassign_refusal
+from workflows.services.answer_check import check_answer
+from workflows.services.passkeys import SignatureRefused
 
 pytestmark = pytest.mark.django_db(transaction=True)
 client_for = api_fixtures.client_for  # token-authenticated API clients

@@ -1,6 +1,6 @@
 """In eager mode (the embedded default) the transaction that gives an invocation work, a
 start or an accepted answer, also takes its lease, so the run that executes right after
-the commit has no lease transaction of its own (workflows/worker.py, enqueue_run_here),
+the commit has no lease transaction of its own (workflows/services/runs.py, enqueue_run_here),
 and only where that is as safe as a worker taking it."""
 
 import pytest

@@ -12,13 +12,14 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from workflows import heartbeat, services
+from workflows import services
 from workflows.engine import RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.log import ContextFilter, log_context, node_logger
 from workflows.management.commands.hitl_periodic import Command
 from workflows.models import Heartbeat, Interrupt, Invocation
 from workflows.registry import registry
+from workflows.worker import heartbeat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

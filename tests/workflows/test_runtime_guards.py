@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from workflows import dispatch, services, signals, worker
+from workflows import dispatch, services, signals
 from workflows.engine import FunctionResponse, JoinNode, RequestInput, Workflow, node
 from workflows.engine.errors import (
     InputValidationError,
@@ -23,6 +23,7 @@ from workflows.engine.state import NodeRunState, WriteBatch
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, Session
 from workflows.registry import registry
+from workflows.services import sweeps
 from workflows.store import DjangoStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -131,14 +132,14 @@ def test_one_failing_expiry_does_not_abandon_the_others(register_workflow, monke
             asking(f"guard_many_{n}", f"guard-many-{n}", timeout=timedelta(seconds=1))
         )
         services.start(f"guard_many_{n}")
-    real = worker.expire_batch
+    real = sweeps.expire_batch
 
     def flaky(checkpoint, interrupt_id, now):
         if interrupt_id == "guard-many-1":
             raise RuntimeError("one bad row")
         return real(checkpoint, interrupt_id, now)
 
-    monkeypatch.setattr(worker, "expire_batch", flaky)
+    monkeypatch.setattr(sweeps, "expire_batch", flaky)
     assert services.expire_overdue_interrupts(now=timezone.now() + timedelta(minutes=1)) == 2
     statuses = dict(Interrupt.objects.values_list("id", "status"))
     assert statuses["guard-many-0"] == statuses["guard-many-2"] == InterruptStatus.EXPIRED

@@ -1,5 +1,5 @@
 """Grants (remembered approvals of a gate): a read-only list and page with the uses that
-passed on each, and a "revoke" action that goes through workflows.grants, asking the rule
+passed on each, and a "revoke" action that goes through workflows.services.grants, asking the rule
 (`policy.GranterPolicy`) for each selected grant."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from .. import grants
+from .. import policy
 from ..models import Grant, GrantUse
 from ..policy import ANSWER_PERMISSION, CHANGE_GRANT_PERMISSION
+from ..services import grants
 from .base import ReadOnlyAdmin
 
 
@@ -70,7 +71,7 @@ class GrantAdmin(ReadOnlyAdmin):
     actions = ["revoke"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Grant]:
-        return grants.visible_grants(request.user, super().get_queryset(request))
+        return policy.visible_grants(request.user, super().get_queryset(request))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """Who may revoke a grant may see it: holders of the model permissions, and the

@@ -19,8 +19,8 @@ from rest_framework.response import Response
 from .. import services
 from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
-from ..people.out_of_office import delegation_key
 from ..policy import delegation_policy
+from ..services.delegations import delegation_key
 from .filters import DelegationFilter
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors

@@ -14,11 +14,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import grants
+from .. import policy
 from ..engine.errors import InvalidGrantError, UnknownGrantError
 from ..engine.status import GrantScope
 from ..models import Grant
 from ..registry import registry
+from ..services import grants
 from .filters import StrictBooleanFilter
 from .idempotency import idempotent
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
@@ -130,7 +131,7 @@ class GrantViewSet(
         queryset = super().get_queryset()
         if self.action == "revoke":  # found among all: the rule answers 403, not 404
             return queryset
-        return grants.visible_grants(self.request.user, queryset)
+        return policy.visible_grants(self.request.user, queryset)
 
     @extend_schema(
         summary="Make a grant apart from any decision (needs workflows.add_grant)",

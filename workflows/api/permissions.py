@@ -1,4 +1,4 @@
-"""Who may do what through the API.
+"""Who may do what through the API: DRF permission classes, each asking workflows.policy.
 
 - Every endpoint needs a signed-in user, whatever the host's DRF defaults (the token
   endpoint aside: it is how one signs in).
@@ -18,40 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from ..models import Interrupt, Invocation
 from ..policy import (
-    ANSWER_PERMISSION,
     CANCEL_PERMISSION,
-    REASSIGN_PERMISSION,
     RETRY_PERMISSION,
     START_PERMISSION,
-    answer_policy,
     control_refusal,
+    may_answer,
 )
 
 CONTROL_PERMISSIONS = {"cancel": CANCEL_PERMISSION, "retry": RETRY_PERMISSION}
-
-
-def answerable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
-    return answer_policy().answerable(user, queryset)
-
-
-def releasable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
-    """The interrupts `user` sees to release: all for a supervisor, else those they may
-    answer or have claimed (services.release says whether they may)."""
-    if user.has_perm(REASSIGN_PERMISSION):
-        return queryset
-    return queryset.filter(
-        Q(pk__in=answerable_interrupts(user, queryset).values("pk")) | Q(claimed_by=user.pk)
-    )
-
-
-def may_answer(user: Any, interrupt: Interrupt) -> bool:
-    return user.has_perm(ANSWER_PERMISSION, interrupt)
 
 
 class CanStartInvocation(BasePermission):

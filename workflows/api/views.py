@@ -21,14 +21,15 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import passkeys, services
+from .. import services
 from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
 from ..engine.values import is_possible_id
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
 from ..people.inbox import INBOX_ORDER, UnknownViewError, waiting_for
-from ..policy import visible_invocations
+from ..policy import answerable_interrupts, releasable_interrupts, visible_invocations
+from ..services import passkeys
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
 from .idempotency import idempotent, start_key
@@ -37,8 +38,6 @@ from .permissions import (
     CanAnswerInterrupt,
     CanControlInvocation,
     CanStartInvocation,
-    answerable_interrupts,
-    releasable_interrupts,
 )
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .serializers import (

@@ -34,7 +34,7 @@ class Interrupt(models.Model):
     assignees = models.JSONField(default=list, blank=True)
     quorum = models.PositiveSmallIntegerField(default=1)
     four_eyes = models.BooleanField(default=False)
-    # A decision counts only with the approver's WebAuthn assertion (workflows.passkeys).
+    # A decision counts only with the approver's WebAuthn assertion (workflows.services.passkeys).
     require_signature = models.BooleanField(default=False)
     # {column: workflows.engine.values.key_order(value)} of payload, response_schema and
     # on_timeout: the key order declared, which PostgreSQL's jsonb does not keep.

@@ -14,7 +14,7 @@ def new_nonce() -> str:
 
 class PasskeyChallenge(models.Model):
     """A nonce handed to `user` to sign a decision on `interrupt_id` with; deleted when a
-    decision uses it. Written only by workflows.passkeys."""
+    decision uses it. Written only by workflows.services.passkeys."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     interrupt_id = models.CharField(max_length=255)
@@ -33,7 +33,7 @@ PASSKEY_NAME_LENGTH = 100
 
 class PasskeyCredential(models.Model):
     """A passkey or security key a person registered (WebAuthn) to sign decisions with.
-    Written only by workflows.passkeys; `rp_id` and `origin` are where it was registered,
+    Written only by workflows.services.passkeys; `rp_id` and `origin` are where it was registered,
     what its assertions are checked against unless HITL["WEBAUTHN_RP_ID"] /
     HITL["WEBAUTHN_ORIGIN"] say otherwise."""
 

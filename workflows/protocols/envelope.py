@@ -10,9 +10,9 @@ from workflows.admin.display import decision_url
 from workflows.conf import hitl_settings
 from workflows.engine import InterruptStatus
 from workflows.engine.questions import is_effect_question, is_gate_question
-from workflows.grants import action_fingerprint
 from workflows.models import Interrupt
 from workflows.policy import answer_policy
+from workflows.services.grants import action_fingerprint
 
 
 def question_kind(interrupt: Interrupt) -> str:

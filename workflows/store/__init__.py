@@ -7,6 +7,8 @@
   differs on those two (cursor, locking clause, clock, pipelining, the one-statement
   step, the execution read);
 - threads.py: where the synchronous code runs, and the lease keep-alive thread;
+- leases.py: a lease handed from the transaction that gave work to the run that executes
+  it in this thread;
 - django_store.py: `DjangoStore`, the Store protocol on those.
 """
 

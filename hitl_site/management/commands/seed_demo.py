@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from hitl_site.decision_history import seed_decision_history
 from hitl_site.workflows import DIRECTORS, EDITORS, FINANCE, MANAGERS, MODERATORS, SUPPORT
-from workflows import grants, services
+from workflows import services
 from workflows.models import Interrupt, Invocation
+from workflows.services import grants
 
 # username, password, superuser. Two staff approvers, so a quorum of two can be tried with
 # two logins (in two browsers, or one of them in a private window).

@@ -15,10 +15,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, close_old_connections
 
-from workflows import dispatch, heartbeat
+from workflows import dispatch
 from workflows.conf import hitl_settings
 from workflows.models import Heartbeat
 from workflows.schedule import PERIODIC_JOBS, PeriodicJob
+from workflows.worker import heartbeat
 
 logger = logging.getLogger(__name__)
 

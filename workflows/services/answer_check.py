@@ -35,15 +35,15 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 
+from ..engine.errors import AlreadyDecidedError, DecisionRequiredError, ResponseValidationError
+from ..engine.events import approval_vote
+from ..engine.quorum import vote_problem
+from ..engine.schema import validate_response
+from ..models import Decision, Interrupt
+from ..policy import answer_policy, require_granter, voting_for
 from . import passkeys
 from .claims import require_pending
-from .engine.errors import AlreadyDecidedError, DecisionRequiredError, ResponseValidationError
-from .engine.events import approval_vote
-from .engine.quorum import vote_problem
-from .engine.schema import validate_response
-from .grants import check_fingerprint, check_grant_answer, require_granter
-from .models import Decision, Interrupt
-from .policy import answer_policy, voting_for
+from .grants import check_fingerprint, check_grant_answer
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import close_old_connections, connections
 
-from .conf import hitl_settings
+from ..conf import hitl_settings
 
 
 def _celery_django_fixups(app: Any) -> list[Any]:

@@ -10,13 +10,13 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from .arguments import checked_assignees, checked_interrupt_id
-from .audit import actions, trail
-from .engine.errors import AlreadyClaimedError, InterruptNotPendingError, UnknownInterruptError
-from .engine.status import InterruptStatus
-from .models import Interrupt
-from .policy import REASSIGN_PERMISSION, answer_policy, reassign_refusal, require_person
-from .transactions import store, write_transaction
+from ..arguments import checked_assignees, checked_interrupt_id
+from ..audit import actions, trail
+from ..engine.errors import AlreadyClaimedError, InterruptNotPendingError, UnknownInterruptError
+from ..engine.status import InterruptStatus
+from ..models import Interrupt
+from ..policy import REASSIGN_PERMISSION, reassign_refusal, require_answerer, require_person
+from ..transactions import store, write_transaction
 
 
 def _claimer(interrupt: Interrupt) -> str:
@@ -45,12 +45,6 @@ def locked_interrupt(interrupt_id: str) -> Interrupt:
 def require_pending(interrupt: Interrupt) -> None:
     if interrupt.status != InterruptStatus.PENDING:
         raise InterruptNotPendingError(interrupt.pk, interrupt.status)
-
-
-def require_answerer(actor: Any, interrupt: Interrupt) -> None:
-    policy = answer_policy()
-    if not policy.can_answer(actor, interrupt):
-        raise PermissionDenied(policy.refusal(actor, interrupt))
 
 
 @write_transaction

@@ -11,17 +11,17 @@ from typing import Any
 
 from django.utils import timezone
 
+from ..audit import actions, trail
+from ..conf import hitl_settings
+from ..engine.events import FunctionResponse
+from ..engine.questions import is_gate_question
+from ..engine.state import InterruptRecord
+from ..engine.transitions import accept_responses, checked_answer
+from ..models import Interrupt
+from ..policy import require_person
+from ..transactions import store, write_transaction
 from .answer_check import check_answer
-from .audit import actions, trail
-from .conf import hitl_settings
-from .engine.events import FunctionResponse
-from .engine.questions import is_gate_question
-from .engine.state import InterruptRecord
-from .engine.transitions import accept_responses, checked_answer
-from .models import Interrupt
-from .policy import require_person
-from .transactions import store, write_transaction
-from .worker import enqueue_run_here
+from .runs import enqueue_run_here
 
 
 def actor_id(actor: Any) -> Any:

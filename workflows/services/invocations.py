@@ -1,9 +1,6 @@
-"""The one write path, from the request side: start, submit_function_responses, cancel,
-retry, and the people's decisions (`decisions`) and claims. Each change is one transaction
-(`transactions`); Celery work is enqueued on commit (`dispatch`); bad input raises a named
-error and changes nothing. The worker's side (execute, fail, the sweeps) lives in
-`worker` and is re-exported here, as are the escalation sweep (`people.escalation`) and
-the delegations (`people.out_of_office`)."""
+"""Invocations, from the request side: start, submit_function_responses, cancel and retry.
+Each change is one transaction (`transactions`); Celery work is enqueued on commit
+(`dispatch`); bad input raises a named error and changes nothing."""
 
 from __future__ import annotations
 
@@ -14,62 +11,19 @@ from typing import Any, cast
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
+from ..arguments import function_response_list
+from ..audit import actions, trail
+from ..audit.canonical import canonical_json, sha256_hex
+from ..conf import hitl_settings
+from ..dispatch import enqueue_run
+from ..engine.errors import IdempotencyKeyReusedError
+from ..engine.transitions import cancel_batch, checked_input, retry_batch
+from ..models import Invocation, Session
+from ..policy import CANCEL_PERMISSION, RETRY_PERMISSION, require_control, require_person
+from ..registry import registry
+from ..transactions import locked_checkpoint, store, write_transaction
 from .answers import accept, actor_id
-from .arguments import (
-    function_response_list,
-)
-from .audit import actions, trail
-from .audit.canonical import canonical_json, sha256_hex
-from .claims import claim, reassign, release
-from .conf import hitl_settings
-from .decisions import decide, signing_challenge
-from .dispatch import enqueue_run
-from .engine.errors import IdempotencyKeyReusedError
-from .engine.transitions import (
-    cancel_batch,
-    checked_input,
-    retry_batch,
-)
-from .models import Invocation, Session
-from .people.escalation import escalate_interrupts
-from .people.out_of_office import announce_delegations, delegate, end_delegation
-from .policy import (
-    CANCEL_PERMISSION,
-    RETRY_PERMISSION,
-    require_control,
-    require_person,
-)
-from .registry import registry
-from .sessions import open_session
-from .transactions import locked_checkpoint, store, write_transaction
-from .worker import (
-    enqueue_run_here,
-    execute,
-    expire_overdue_interrupts,
-    fail,
-    recover_stalled,
-)
-
-__all__ = [
-    "announce_delegations",
-    "cancel",
-    "claim",
-    "decide",
-    "delegate",
-    "end_delegation",
-    "escalate_interrupts",
-    "execute",
-    "expire_overdue_interrupts",
-    "fail",
-    "open_session",
-    "reassign",
-    "recover_stalled",
-    "release",
-    "retry",
-    "signing_challenge",
-    "start",
-    "submit_function_responses",
-]
+from .runs import enqueue_run_here
 
 
 def start(
@@ -244,11 +198,3 @@ def retry(invocation: Invocation | Any, *, actor: Any = None) -> Invocation:
     )
     enqueue_run(checkpoint.invocation.id)
     return _invocation(checkpoint.invocation.id)
-
-
-# --- Decisions: who answers -------------------------------------------------------------------
-# A person's answer is a Decision; enough of them become the interrupt's FunctionResponse,
-# accepted in the same transaction by the path submit_function_responses takes after its
-# checks (a person may not answer a quorum's question directly; the decisions may). Each
-# function takes its locks in the project's one order (the invocation row, then the
-# interrupt row, then the decisions), so concurrent deciders queue instead of deadlocking.

@@ -1,7 +1,9 @@
 """A person's decision on a question (DESIGN 4.1): recorded under every rule the question
 carries, and, once the decisions settle it (the first for quorum 1, the quorum's approvals
 or the first rejection above), its answer accepted in the same transaction; and the
-challenge a passkey signs for a signed decision."""
+challenge a passkey signs for a signed decision. Each function takes its locks in the
+project's one order (the invocation row, then the interrupt row, then the decisions), so
+concurrent deciders queue instead of deadlocking."""
 
 from __future__ import annotations
 
@@ -9,20 +11,20 @@ from typing import Any
 
 from django.db import transaction
 
+from ..arguments import checked_decision
+from ..audit import actions, trail
+from ..engine.errors import UnknownInterruptError
+from ..engine.events import FunctionResponse, approval_vote
+from ..engine.quorum import combined_answer
+from ..models import Decision, Interrupt
+from ..policy import require_answerer, require_person
+from ..signals import decision_recorded
+from ..transactions import store, write_transaction
 from . import passkeys
 from .answer_check import check_answer, checked_vote
 from .answers import store_answers
-from .arguments import checked_decision
-from .audit import actions, trail
-from .claims import locked_interrupt, require_answerer, require_pending
-from .engine.errors import UnknownInterruptError
-from .engine.events import FunctionResponse, approval_vote
-from .engine.quorum import combined_answer
+from .claims import locked_interrupt, require_pending
 from .grants import edit_of
-from .models import Decision, Interrupt
-from .policy import require_person
-from .signals import decision_recorded
-from .transactions import store, write_transaction
 
 
 def _node_name(interrupt: Interrupt) -> str:

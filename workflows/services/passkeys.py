@@ -41,11 +41,11 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
-from .audit.assertions import EDDSA, ES256, RS256, b64url, decision_challenge
-from .audit.canonical import subject_hash
-from .audit.trail import question_subject
-from .conf import hitl_settings
-from .models import PASSKEY_NAME_LENGTH, Interrupt, PasskeyChallenge, PasskeyCredential
+from ..audit.assertions import EDDSA, ES256, RS256, b64url, decision_challenge
+from ..audit.canonical import subject_hash
+from ..audit.trail import question_subject
+from ..conf import hitl_settings
+from ..models import PASSKEY_NAME_LENGTH, Interrupt, PasskeyChallenge, PasskeyCredential
 
 # What receipts verify offline (workflows.audit.assertions): no passkey of another kind.
 ALGORITHMS = [COSEAlgorithmIdentifier(alg) for alg in (EDDSA, ES256, RS256)]
@@ -107,7 +107,7 @@ def host_refusal(rp: RelyingParty) -> str:
 def user_handle(user: Any) -> bytes:
     """The WebAuthn user id of `user`: the same for each of their passkeys (an
     authenticator keeps one passkey per account), and no personal data."""
-    return salted_hmac("workflows.passkeys.user_handle", str(user.pk)).digest()
+    return salted_hmac("workflows.services.passkeys.user_handle", str(user.pk)).digest()
 
 
 def _descriptor(credential: PasskeyCredential) -> PublicKeyCredentialDescriptor:

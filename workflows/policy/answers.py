@@ -1,24 +1,6 @@
-"""Who may do what to a question or an invocation: one rule each, asked the same way by
-the admin, the API, the e-mail links and the services.
-
-- Answering: a policy class with two faces, `can_answer(user, interrupt)` for one object
-  and `answerable(user, queryset)`, its queryset counterpart, which scopes every list.
-  `HITL["ANSWER_POLICY"]` names the class in use (a subclass of `AssigneePolicy` is the
-  usual way to change it); `answer_policy()` returns an instance of it.
-  Both honour active delegations (DESIGN 4.3): while one is active its delegate may answer
-  what its delegator may, for questions assigned to the delegator, in its workflows.
-- Cancelling and retrying an invocation: `InvocationControlPolicy`.
-- Delegating (out of office) and ending a delegation: `DelegationPolicy`.
-
-Everything asks `user.has_perm("workflows.answer_interrupt", interrupt)` (or
-`"workflows.cancel_invocation"` / `"workflows.retry_invocation"` with the invocation),
-served by `workflows.backends.AnswerPermissionBackend`, except that Django answers True to
-every active superuser before any backend is asked. The answer path (`services.decide`)
-therefore calls the answer policy itself, so assignees and four-eyes bind superusers too.
-
-Only `actor=None` is the system; every user object, the anonymous one included, is a
-person, and an anonymous or inactive person may do nothing (`person_refusal`).
-"""
+"""Who may answer a question, hand it over or open it: `AssigneePolicy` (the class
+`HITL["ANSWER_POLICY"]` names; `answer_policy()` returns an instance), its queryset face
+that scopes every list, delegations honoured (DESIGN 4.3)."""
 
 from __future__ import annotations
 
@@ -28,33 +10,15 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
-from .conf import hitl_settings
-from .engine.errors import AlreadyDecidedError
-from .expressions import HasAnyElement
-from .models import Delegation, Interrupt, Invocation
-from .principals import active_users_named, assignee_names, delegations_to
+from ..conf import hitl_settings
+from ..engine.errors import AlreadyDecidedError
+from ..expressions import HasAnyElement
+from ..models import Delegation, Interrupt
+from ..principals import active_users_named, assignee_names, delegations_to
+from .persons import holds, person_refusal
 
 ANSWER_PERMISSION = "workflows.answer_interrupt"
 REASSIGN_PERMISSION = "workflows.reassign_interrupt"
-CANCEL_PERMISSION = "workflows.cancel_invocation"
-RETRY_PERMISSION = "workflows.retry_invocation"
-
-
-def person_refusal(user: Any) -> str:
-    """Why `user` may change nothing at all ("" for an active, signed-in user)."""
-    if not getattr(user, "is_authenticated", False):
-        return "an anonymous user may change nothing: sign in first"
-    if not user.is_active:
-        return f"{user.get_username()} is inactive and may change nothing"
-    return ""
-
-
-def require_person(actor: Any) -> None:
-    """Only None is the system; any user object is a person, and an anonymous or inactive
-    one may change nothing: PermissionDenied (the services ask before looking anything up)."""
-    refused = "" if actor is None else person_refusal(actor)
-    if refused:
-        raise PermissionDenied(refused)
 
 
 def _covers(delegation: Delegation, workflow_name: str) -> bool:
@@ -77,7 +41,7 @@ class AssigneePolicy:
 
     def may_answer_any(self, user: Any) -> bool:
         """The model-level half of the rule: may this user answer interrupts at all?"""
-        return not person_refusal(user) and _holds(user, ANSWER_PERMISSION)
+        return not person_refusal(user) and holds(user, ANSWER_PERMISSION)
 
     def can_answer(self, user: Any, interrupt: Interrupt) -> bool:
         return not self.refusal(user, interrupt)
@@ -208,12 +172,6 @@ def voting_for(user: Any, interrupt: Interrupt, voted: Iterable[Any] = ()) -> De
     return None if standing_in is None else standing_in(user, interrupt, voted)
 
 
-def _holds(user: Any, permission: str) -> bool:
-    """The model permission, asking ModelBackend alone (`user.has_perm` with an object
-    would come back to these policies)."""
-    return user.is_superuser or permission in user.get_all_permissions()
-
-
 def answer_policy() -> AssigneePolicy:
     """An instance of the policy `HITL["ANSWER_POLICY"]` names."""
     return hitl_settings.ANSWER_POLICY()
@@ -270,172 +228,27 @@ def unreachable_quorum(
     )
 
 
-class InvocationControlPolicy:
-    """An active user may cancel (retry) an invocation when they hold the model permission
-    `workflows.cancel_invocation` (`workflows.retry_invocation`), are a superuser, or
-    started the invocation."""
-
-    permissions = (CANCEL_PERMISSION, RETRY_PERMISSION)
-
-    def may_control(self, user: Any, permission: str, invocation: Invocation) -> bool:
-        return not self.refusal(user, permission, invocation)
-
-    def refusal(self, user: Any, permission: str, invocation: Invocation) -> str:
-        """Why `user` may not do what `permission` allows to `invocation` ("" when they
-        may)."""
-        refused = person_refusal(user)
-        if refused:
-            return refused
-        if _holds(user, permission) or invocation.started_by_id == user.pk:
-            return ""
-        return (
-            f"{user.get_username()} did not start invocation {invocation.pk} and lacks "
-            f"the permission {permission}"
-        )
+def require_answerer(actor: Any, interrupt: Interrupt) -> None:
+    """PermissionDenied unless the answer policy lets `actor` answer `interrupt`."""
+    policy = answer_policy()
+    if not policy.can_answer(actor, interrupt):
+        raise PermissionDenied(policy.refusal(actor, interrupt))
 
 
-def require_control(actor: Any, permission: str, invocation: Invocation | Any) -> None:
-    """PermissionDenied unless `actor` may cancel or retry `invocation` (the model or its
-    id; `permission` says which). None, the system, always may."""
-    if actor is None:
-        return
-    if not isinstance(invocation, Invocation):
-        invocation = Invocation.objects.get(pk=invocation)
-    refused = control_refusal(actor, permission, invocation)
-    if refused:
-        raise PermissionDenied(refused)
+def answerable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
+    return answer_policy().answerable(user, queryset)
 
 
-def control_refusal(user: Any, permission: str, invocation: Invocation) -> str:
-    """Why `user` may not cancel or retry `invocation` (`permission` says which; "" when
-    they may), asked the Django way: `user.has_perm(permission, invocation)`."""
-    if user.has_perm(permission, invocation):
-        return ""
-    return InvocationControlPolicy().refusal(user, permission, invocation) or (
-        f"{user.get_username()} may not: has_perm({permission!r}, invocation) is False "
-        f"(the system check workflows.E101 says why)"
+def releasable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[Interrupt]:
+    """The interrupts `user` sees to release: all for a supervisor, else those they may
+    answer or have claimed (services.release says whether they may)."""
+    if user.has_perm(REASSIGN_PERMISSION):
+        return queryset
+    return queryset.filter(
+        Q(pk__in=answerable_interrupts(user, queryset).values("pk")) | Q(claimed_by=user.pk)
     )
 
 
-ADD_GRANT_PERMISSION = "workflows.add_grant"
-CHANGE_GRANT_PERMISSION = "workflows.change_grant"
-
-
-class GranterPolicy:
-    """Who may make and revoke grants (remembered approvals of a gate).
-
-    Remembering an approval for its invocation or its session is part of approving (the
-    answer rule says who approves). Remembering it `always`, and making a grant apart from
-    any decision, need the model permission `workflows.add_grant`. Revoking needs
-    `workflows.change_grant`, or being the one who granted it."""
-
-    def refusal_to_grant(self, user: Any, scope: str | None) -> str:
-        """Why `user` may not make a grant of `scope` ("" when they may); `scope` None: a
-        grant made apart from any decision."""
-        refused = person_refusal(user)
-        if refused or (scope is not None and scope != "always"):
-            return refused
-        if not _holds(user, ADD_GRANT_PERMISSION):
-            what = "remember an approval always" if scope else "make a grant"
-            return f"{user.get_username()} lacks the permission {ADD_GRANT_PERMISSION} to {what}"
-        return ""
-
-    def refusal_to_revoke(self, user: Any, grant: Any) -> str:
-        refused = person_refusal(user)
-        if refused:
-            return refused
-        if grant.granted_by_id == user.pk or _holds(user, CHANGE_GRANT_PERMISSION):
-            return ""
-        return (
-            f"{user.get_username()} did not grant {grant.pk!r} and lacks the permission "
-            f"{CHANGE_GRANT_PERMISSION} to revoke it"
-        )
-
-    def may_revoke(self, user: Any, grant: Any) -> bool:
-        return not self.refusal_to_revoke(user, grant)
-
-
-def grant_policy() -> GranterPolicy:
-    return GranterPolicy()
-
-
-ADD_DELEGATION_PERMISSION = "workflows.add_delegation"
-CHANGE_DELEGATION_PERMISSION = "workflows.change_delegation"
-VIEW_DELEGATION_PERMISSION = "workflows.view_delegation"
-
-
-class DelegationPolicy:
-    """Who may delegate whose work, and end a delegation (out of office, DESIGN 4.3).
-
-    A person may delegate their own work; staff with `workflows.add_delegation` may
-    delegate anyone's. A delegation may be ended by its delegator, by whoever made it, and
-    by holders of `workflows.change_delegation`. The system (None) may do both."""
-
-    def refusal_to_delegate(self, user: Any, delegator: Any) -> str:
-        """Why `user` may not delegate `delegator`'s work ("" when they may)."""
-        if user is None:
-            return ""
-        refused = person_refusal(user)
-        if refused or delegator.pk == user.pk:
-            return refused
-        if user.is_staff and _holds(user, ADD_DELEGATION_PERMISSION):
-            return ""
-        return (
-            f"{user.get_username()} may delegate only their own work: delegating "
-            f"{delegator.get_username()}'s takes staff status and the permission "
-            f"{ADD_DELEGATION_PERMISSION}"
-        )
-
-    def refusal_to_end(self, user: Any, delegation: Delegation) -> str:
-        """Why `user` may not end `delegation` ("" when they may)."""
-        if user is None:
-            return ""
-        refused = person_refusal(user)
-        if refused or user.pk in (delegation.delegator_id, delegation.created_by_id):
-            return refused
-        if _holds(user, CHANGE_DELEGATION_PERMISSION):
-            return ""
-        return (
-            f"{user.get_username()} neither gave nor made delegation {delegation.pk} and "
-            f"lacks the permission {CHANGE_DELEGATION_PERMISSION} to end it"
-        )
-
-    def visible(self, user: Any, queryset: QuerySet[Delegation]) -> QuerySet[Delegation]:
-        """`queryset` narrowed to the delegations `user` sees: all with a delegation model
-        permission, else those they gave, received or made."""
-        if person_refusal(user):
-            return queryset.none()
-        permissions = (
-            VIEW_DELEGATION_PERMISSION,
-            ADD_DELEGATION_PERMISSION,
-            CHANGE_DELEGATION_PERMISSION,
-        )
-        if any(_holds(user, permission) for permission in permissions):
-            return queryset
-        return queryset.filter(Q(delegator=user.pk) | Q(delegate=user.pk) | Q(created_by=user.pk))
-
-
-def delegation_policy() -> DelegationPolicy:
-    return DelegationPolicy()
-
-
-def may_use_session(user: Any, session: Any) -> bool:
-    """Whether `user` may read and continue a session (an agent protocol's thread): the
-    person who opened it, or whoever may see every invocation."""
-    if person_refusal(user):
-        return False
-    return session.created_by_id == user.pk or user.has_perm("workflows.view_invocation")
-
-
-START_PERMISSION = "workflows.add_invocation"
-VIEW_ALL_PERMISSION = "workflows.view_invocation"
-
-
-def visible_invocations(user: Any, queryset: QuerySet[Invocation]) -> QuerySet[Invocation]:
-    """The invocations `user` may see (the API's list, a stream, a protocol's task): all
-    with `workflows.view_invocation`, else those they started."""
-    if user.pk is None:  # nobody signed in: not the invocations the system started
-        return queryset.none()
-    if user.has_perm(VIEW_ALL_PERMISSION):
-        return queryset
-    return queryset.filter(started_by=user.pk)
+def may_answer(user: Any, interrupt: Interrupt) -> bool:
+    """The answer rule asked the Django way (a superuser may answer anything)."""
+    return user.has_perm(ANSWER_PERMISSION, interrupt)

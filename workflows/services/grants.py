@@ -16,35 +16,19 @@ from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 from django.utils import timezone
 
-from .audit import trail
-from .audit.canonical import canonical_json
-from .conf import hitl_settings
-from .engine.errors import InvalidGrantError, ResponseValidationError, UnknownGrantError
-from .engine.gates import Gate, gates_of
-from .engine.grants import pins_problem
-from .engine.questions import is_gate_question
-from .engine.status import GrantScope
-from .models import Grant
-from .policy import grant_policy
-from .registry import registry
-from .store.actions import grant_action, report_grant_action
-from .transactions import write_transaction
-
-VIEW_ALL_PERMISSION = "workflows.view_grant"
-
-
-def require_granter(actor: Any, interrupt_id: str, response: Any) -> None:
-    """A person's answer to a gate's question that remembers the approval `always` needs
-    `workflows.add_grant`: PermissionDenied otherwise, before anything is stored. The
-    system (`actor` None) is not restricted."""
-    if actor is None or not is_gate_question(interrupt_id) or not isinstance(response, dict):
-        return
-    scope = response.get("remember")
-    if scope is None:
-        return
-    refusal = grant_policy().refusal_to_grant(actor, scope)
-    if refusal:
-        raise PermissionDenied(refusal)
+from ..audit import trail
+from ..audit.canonical import canonical_json
+from ..conf import hitl_settings
+from ..engine.errors import InvalidGrantError, ResponseValidationError, UnknownGrantError
+from ..engine.gates import Gate, gates_of
+from ..engine.grants import pins_problem
+from ..engine.questions import is_gate_question
+from ..engine.status import GrantScope
+from ..models import Grant
+from ..policy import grant_policy
+from ..registry import registry
+from ..store.actions import grant_action, report_grant_action
+from ..transactions import write_transaction
 
 
 def grant_request_problem(request: dict[str, Any]) -> tuple[str, str] | None:
@@ -161,15 +145,6 @@ def edit_of(interrupt: Any, answer: Any) -> dict[str, Any] | None:
         changed = sorted(k for k in {*proposed, *edited} if proposed.get(k) != edited.get(k))
         return {"proposed": proposed, "edited": edited, "changed": changed}
     return {"proposed": proposed, "edited": edited}
-
-
-def visible_grants(user: Any, queryset: QuerySet[Grant] | None = None) -> QuerySet[Grant]:
-    """The grants `user` sees: all with `workflows.view_grant` (or `change_grant`), else
-    the ones they granted."""
-    queryset = Grant.objects.all() if queryset is None else queryset
-    if user.has_perm(VIEW_ALL_PERMISSION) or user.has_perm("workflows.change_grant"):
-        return queryset
-    return queryset.filter(granted_by=user.pk)
 
 
 def live(queryset: QuerySet[Grant], now: Any = None) -> QuerySet[Grant]:

@@ -11,9 +11,9 @@ from typing import Any
 from django.db import DatabaseError
 from django.utils import timezone
 
-from .conf import hitl_settings
-from .models import Heartbeat
-from .schedule import periodic_tasks
+from ..conf import hitl_settings
+from ..models import Heartbeat
+from ..schedule import periodic_tasks
 
 logger = logging.getLogger(__name__)
 

@@ -1,28 +1,39 @@
-"""The escalation sweep (DESIGN 4.3): each due step of a pending question's ladder applied
-exactly once, in order, never after the question is answered. `services` re-exports
-`escalate_interrupts`; beat and `manage.py hitl_periodic` run it beside
-`expire_overdue_interrupts`, whose structure it shares: one transaction per interrupt,
-a bounded batch per sweep, a failure logged and left for the next sweep."""
+"""The periodic sweeps of the write path (`workflows.schedule` lists when they run):
+
+- `escalate_interrupts` (DESIGN 4.3): each due step of a pending question's ladder applied
+  exactly once, in order, never after the question is answered;
+- `expire_overdue_interrupts`: each pending interrupt past its deadline expired once and
+  its on_timeout policy applied;
+- `recover_stalled`: stalled invocations re-enqueued.
+
+The first two share a structure: one transaction per interrupt, a bounded batch per
+sweep, a failure logged and left for the next sweep. `services` re-exports all three."""
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from .. import dispatch
 from ..arguments import checked_assignees
 from ..audit import actions, trail
-from ..claims import locked_interrupt
+from ..audit.canonical import timestamp
+from ..conf import hitl_settings
 from ..engine.errors import ResponseValidationError
+from ..engine.events import DefaultResponse
 from ..engine.status import InterruptStatus
-from ..models import Interrupt
+from ..engine.transitions import expire_batch
+from ..models import Interrupt, Invocation
+from ..people.ladder import asked_at, step_due_at
 from ..signals import interrupt_escalated
-from ..transactions import write_transaction
-from .ladder import asked_at, step_due_at
+from ..transactions import store, write_transaction
+from .claims import locked_interrupt
 
 logger = logging.getLogger(__name__)
 
@@ -114,3 +125,57 @@ def _hand_over(interrupt: Interrupt, assignees: list[str]) -> dict[str, Any]:
     claimer = interrupt.claimed_by.get_username() if interrupt.claimed_by else None
     interrupt.claimed_by, interrupt.claimed_at = None, None
     return {"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer}
+
+
+def expire_overdue_interrupts(now: datetime | None = None) -> int:
+    """Expire each pending interrupt past its deadline exactly once and apply its policy.
+
+    Each interrupt in a transaction of its own: one that fails is logged and left for the
+    next sweep, the others go on. The fail policy waits while a run holds the lease (that
+    run decides the invocation's outcome; the next sweep applies it)."""
+    now = now or timezone.now()
+    overdue = Interrupt.objects.filter(status=InterruptStatus.PENDING, deadline__lte=now)
+    expired = 0
+    for interrupt_id, invocation_id in overdue.values_list("id", "invocation_id")[:500]:
+        try:
+            expired += _expire(interrupt_id, invocation_id, now)
+        except Exception:
+            logger.exception("expiring interrupt %s of invocation %s", interrupt_id, invocation_id)
+    return expired
+
+
+@write_transaction
+def _expire(interrupt_id: str, invocation_id: Any, now: datetime) -> int:
+    db = store()
+    checkpoint = db.load_checkpoint_sync(str(invocation_id), lock=True)
+    record = checkpoint.interrupts.get(interrupt_id) if checkpoint else None
+    if checkpoint is None or record is None or record.status != InterruptStatus.PENDING:
+        return 0  # answered or expired meanwhile
+    fails = not isinstance(record.request.on_timeout, DefaultResponse)
+    if fails and Invocation.objects.leased().filter(pk=invocation_id).exists():
+        return 0
+    db.commit_sync(expire_batch(checkpoint, interrupt_id, now))
+    applied = {"policy": "fail"}
+    if not fails:
+        applied = {"policy": "default_response", "response": record.request.on_timeout.response}
+    deadline = timestamp(record.deadline) if record.deadline else None
+    trail.record(
+        actions.INTERRUPT_EXPIRED, interrupt=record, data={"deadline": deadline, **applied}
+    )
+    dispatch.enqueue_run(invocation_id)
+    return 1
+
+
+def recover_stalled(now: datetime | None = None) -> int:
+    """Re-enqueue the stalled invocations (see `InvocationQuerySet.stalled`). Each once
+    until a run takes it (or again after HITL["STALLED_AFTER_SECONDS"], should that
+    message be lost), so a backlog does not flood the broker."""
+    now = now or timezone.now()
+    period = timedelta(seconds=hitl_settings.STALLED_AFTER_SECONDS)
+    not_recently = Q(recovery_enqueued_at__isnull=True) | Q(recovery_enqueued_at__lt=now - period)
+    stalled = Invocation.objects.stalled(now, period).filter(not_recently)
+    invocation_ids = set(stalled.values_list("pk", flat=True)[:1000])
+    Invocation.objects.filter(pk__in=invocation_ids).update(recovery_enqueued_at=now)
+    for invocation_id in invocation_ids:
+        dispatch.send_run(invocation_id)
+    return len(invocation_ids)
