@@ -28,10 +28,16 @@ from workflows.admin.display import question_cell
 from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
+from workflows.inbox import (
+    INBOX_ORDER,
+    VIEWS,
+    CappedPaginator,
+    handovers,
+    ladder_summary,
+    search,
+    waiting_for,
+)
 from workflows.models import Decision, Interrupt, NodeRun
-from workflows.people.inbox import INBOX_ORDER, VIEWS, CappedPaginator, waiting_for
-from workflows.people.ladder import handovers, ladder_summary
-from workflows.people.search import search
 from workflows.policy import (
     ANSWER_PERMISSION,
     REASSIGN_PERMISSION,

@@ -1,6 +1,6 @@
 """The inbox views as the admin shows them: one link per view, on the inbox's tabs, and
 on the admin index with the number of questions in each, counted in one query
-(workflows.people.inbox.counts). The tabs go without the numbers: the inbox's first page
+(workflows.inbox.inbox.counts). The tabs go without the numbers: the inbox's first page
 stays one list query and one page count, whatever the table's size."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.formats import number_format
 
-from workflows.people.inbox import VIEWS, count_limit, counts
+from workflows.inbox import VIEWS, count_limit, counts
 
 ALL = "all"
 

@@ -7,8 +7,8 @@ from typing import Any, cast
 from django.db import models
 from django.db.models import QuerySet
 
+from workflows.inbox import waiting_for
 from workflows.models import Interrupt, PasskeyCredential
-from workflows.people.inbox import waiting_for
 
 
 class PendingApproval(Interrupt):
@@ -31,7 +31,7 @@ class Passkey(PasskeyCredential):
 
 def inbox(user: Any) -> QuerySet[PendingApproval]:
     """Pending interrupts `user` may answer and has not decided on yet, in the inbox's
-    order (workflows.people.inbox)."""
+    order (workflows.inbox.inbox)."""
     return cast("QuerySet[PendingApproval]", waiting_for(user, None, PendingApproval.objects.all()))
 
 

@@ -218,8 +218,8 @@ def main() -> None:
     client = Client()
     client.force_login(approver)
 
+    from workflows.inbox import VIEWS, waiting_for
     from workflows.models import Interrupt
-    from workflows.people.inbox import VIEWS, waiting_for
 
     first = waiting_for(approver).values_list("pk", flat=True).first()
     pending = Interrupt.objects.filter(status="pending").count()

@@ -24,9 +24,8 @@ class WorkflowsConfig(AppConfig):
         # checks registers the system checks when imported; task_mode connects Celery's
         # worker_init guard.
         # grants connects the audit trail's receiver of grant actions.
-        from . import checks, log, task_mode, webhooks  # noqa: F401
+        from . import checks, log, notifications, task_mode, webhooks  # noqa: F401
         from .conf import hitl_settings
-        from .people import notifications
         from .registry import registry
         from .services import grants  # noqa: F401
         from .worker import connections, heartbeat

@@ -67,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "DUE_SOON_SECONDS": 4 * 3600,
     "INBOX_COUNT_LIMIT": 1000,
     # Who is told when a question opens, is reminded, escalated, delegated or decided:
-    # dotted paths of notifier classes (see workflows/people/notifications.py), each
+    # dotted paths of notifier classes (see workflows/notifications.py), each
     # called from a Celery task after the commit, retried with a backoff.
     "NOTIFIERS": ["approvals.notifiers.email.EmailNotifier"],
     # Calls of one notifier for one event (the first included), and the delay before the

@@ -5,11 +5,10 @@ Celery app's autodiscovery does."""
 
 from celery import Task, shared_task
 
-from . import dispatch, services, webhooks
+from . import dispatch, notifications, services, webhooks
 from .audit import documents
 from .conf import hitl_settings
 from .models import IdempotencyKey
-from .people import notifications
 
 
 @shared_task(

@@ -1,2 +1,2 @@
 """The built-in notifiers HITL["NOTIFIERS"] may name: `email.EmailNotifier` (the default)
-and `slack.SlackNotifier`. See workflows/people/notifications.py for the interface."""
+and `slack.SlackNotifier`. See workflows/notifications.py for the interface."""

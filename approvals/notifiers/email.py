@@ -17,7 +17,7 @@ from workflows.conf import hitl_settings
 from workflows.engine.principals import parse_assignee
 from workflows.engine.status import InterruptStatus
 from workflows.models import Delegation, Interrupt
-from workflows.people.notifications import DECIDED, REMINDED, Undelivered
+from workflows.notifications import DECIDED, REMINDED, Undelivered
 from workflows.policy import answer_policy
 
 from ..links import decision_urls, page_url

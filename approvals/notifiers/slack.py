@@ -16,7 +16,7 @@ from workflows.conf import hitl_settings
 from workflows.engine.principals import parse_assignee
 from workflows.engine.status import InterruptStatus
 from workflows.models import Delegation, Interrupt
-from workflows.people.notifications import (
+from workflows.notifications import (
     DECIDED,
     DELEGATED,
     ESCALATED,

@@ -9,7 +9,7 @@ from typing import Any
 
 from workflows.engine.status import InterruptStatus
 from workflows.models import Delegation, Interrupt
-from workflows.people.notifications import DELEGATED, ESCALATED, REMINDED
+from workflows.notifications import DELEGATED, ESCALATED, REMINDED
 
 from ..links import decision_urls, page_url
 from .email import subject_line

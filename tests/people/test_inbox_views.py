@@ -15,8 +15,8 @@ from tests.approvals.conftest import INBOX
 from tests.asking import ask
 from tests.people.conftest import set_due
 from workflows import services
+from workflows.inbox import VIEWS, count_each, waiting_for
 from workflows.models import Delegation
-from workflows.people.inbox import VIEWS, count_each, waiting_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

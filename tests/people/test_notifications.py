@@ -18,10 +18,9 @@ from django.utils import timezone
 from tests.approvals.test_email_links import RefusesBob
 from tests.asking import WORKFLOW, ask
 from tests.factories import ApproverFactory, StaffFactory, UserFactory
-from workflows import dispatch, services, signals, worker
+from workflows import dispatch, notifications, services, signals, worker
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Delegation, Interrupt, Invocation, NotificationAttempt
-from workflows.people import notifications
 from workflows.tasks import notify as notify_task
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,8 +8,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from ..inbox import ladder_summary
 from ..models import Interrupt
-from ..people.ladder import ladder_summary
 from .base import MonitorAdmin
 from .display import answer_url, json_block, question_cell, short_id
 from .notifications import NotificationAttemptInline

@@ -18,8 +18,8 @@ from drf_spectacular.utils import extend_schema_field
 
 from ..datetimes import read_datetime
 from ..expressions import HasAnyElement
+from ..inbox import VIEWS
 from ..models import PRIORITY_CHOICES, Delegation, Interrupt, Invocation
-from ..people.inbox import VIEWS
 from ..principals import active_delegations
 
 _USER_ID = re.compile(r"[0-9]{1,18}")  # ASCII digits a 64-bit id column holds
@@ -113,7 +113,7 @@ class InvocationFilter(filters.FilterSet):
 
 class InboxViewFilter(filters.ChoiceFilter):
     """`view`: one of the inbox views (DESIGN 4.3). Documented and checked here; applied by
-    the view's queryset (workflows.people.inbox.waiting_for), as "delegated" reaches
+    the view's queryset (workflows.inbox.inbox.waiting_for), as "delegated" reaches
     questions the answer rule alone does not give."""
 
     def filter(self, qs: Any, value: Any) -> Any:

@@ -10,7 +10,7 @@ from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagina
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..people.inbox import CappedPaginator
+from ..inbox import CappedPaginator
 
 PAGE_SIZE = "page_size"  # the query parameter
 _SMALL_NUMBER = re.compile(r"[0-9]{1,9}")

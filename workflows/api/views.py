@@ -26,8 +26,8 @@ from ..conf import hitl_settings
 from ..engine.errors import InvocationNotFoundError, UnknownInterruptError, WorkflowError
 from ..engine.status import InterruptStatus
 from ..engine.values import is_possible_id
+from ..inbox import INBOX_ORDER, UnknownViewError, waiting_for
 from ..models import Interrupt, Invocation, NodeRun, SessionEvent
-from ..people.inbox import INBOX_ORDER, UnknownViewError, waiting_for
 from ..policy import answerable_interrupts, releasable_interrupts, visible_invocations
 from ..services import passkeys
 from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler

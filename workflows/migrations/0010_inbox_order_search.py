@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 import workflows.engine.status
-from workflows.people import statements
+from workflows.inbox import statements
 
 
 def postgresql_only(*sql: str) -> Callable[[Any, Any], None]:

@@ -91,7 +91,7 @@ class Interrupt(models.Model):
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),
             models.Index(fields=["invocation", "status"], name="hitl_interrupt_invocation"),
-            # The inbox's order (workflows.people.inbox.INBOX_ORDER): its first page is
+            # The inbox's order (workflows.inbox.inbox.INBOX_ORDER): its first page is
             # read from the index, whatever the number of pending questions. (An ascending
             # index keeps NULLs last on PostgreSQL, as the order does; SQLite cannot say
             # NULLS LAST in an index and sorts the due dates of the rows it reads.)

@@ -29,8 +29,8 @@ from ..engine.errors import ResponseValidationError
 from ..engine.events import DefaultResponse
 from ..engine.status import InterruptStatus
 from ..engine.transitions import expire_batch
+from ..inbox import asked_at, step_due_at
 from ..models import Interrupt, Invocation
-from ..people.ladder import asked_at, step_due_at
 from ..signals import interrupt_escalated
 from ..transactions import store, write_transaction
 from .claims import locked_interrupt

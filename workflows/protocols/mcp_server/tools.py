@@ -23,8 +23,8 @@ from mcp_types import (
 
 from ... import services
 from ...engine.status import InterruptStatus
+from ...inbox import INBOX_ORDER
 from ...models import Interrupt
-from ...people.inbox import INBOX_ORDER
 from ...policy import START_PERMISSION, answer_policy
 from ...registry import registry
 from ..envelope import envelope

@@ -1,6 +1,6 @@
 """The inbox's search: each word (or quoted phrase) in an interrupt's question, workflow
 name or payload, compared in one expression, `SearchText`, on which PostgreSQL has a
-trigram index (workflows/people/statements.py, migration 0010)."""
+trigram index (workflows/inbox/statements.py, migration 0010)."""
 
 from __future__ import annotations
 

@@ -28,14 +28,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from .. import dispatch, signals
-from ..audit import actions
-from ..conf import hitl_settings
-from ..engine.status import InterruptStatus
-from ..expressions import HasAnyElement
-from ..models import NOTIFY_EVENTS, Delegation, Interrupt, NotificationAttempt
-from ..policy import answer_policy
-from ..principals import assignee_names
+from . import dispatch, signals
+from .audit import actions
+from .conf import hitl_settings
+from .engine.status import InterruptStatus
+from .expressions import HasAnyElement
+from .models import NOTIFY_EVENTS, Delegation, Interrupt, NotificationAttempt
+from .policy import answer_policy
+from .principals import assignee_names
 
 logger = logging.getLogger(__name__)
 

@@ -4,10 +4,7 @@ order, and counted at a cost that does not grow with the table.
 - `waiting_for(user, view=None)`: pending questions `user` may answer (the answer policy's
   queryset half) and has not decided on yet, narrowed to one of `VIEWS`; "delegated" asks
   the policy's `answerable_by_delegation` instead.
-- `INBOX_ORDER`: priority (urgent first), then due date (soonest first, none last), then
-  age (oldest first); the index `hitl_interrupt_inbox_order` is in this order.
-- `workflows.people.search.search(queryset, text)`: each word in the question, the
-  workflow's name or the payload (a trigram index serves it on PostgreSQL).
+- `INBOX_ORDER` (`order`) and `search(queryset, text)` (`search`) order and narrow them.
 - `counts(user)`: the number in each view and in all, in one query, each stopped at
   `HITL["INBOX_COUNT_LIMIT"]` rows; `CappedPaginator` pages a list counted the same way.
 """
@@ -22,7 +19,7 @@ from typing import Any
 from django.core.exceptions import EmptyResultSet
 from django.core.paginator import Page, Paginator
 from django.db import connections
-from django.db.models import F, OrderBy, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.formats import number_format
 
@@ -33,6 +30,7 @@ from ..models import Interrupt
 from ..policy import answer_policy
 from ..principals import assignee_names
 from . import statements
+from .order import INBOX_ORDER
 
 VIEWS: dict[str, str] = {
     "mine": "assigned to me",
@@ -42,12 +40,6 @@ VIEWS: dict[str, str] = {
     "overdue": "overdue",
     "due_soon": "due soon",
 }
-INBOX_ORDER: tuple[OrderBy, ...] = (
-    F("priority_rank").asc(),
-    F("due_at").asc(nulls_last=True),
-    F("created_at").asc(),
-    F("id").asc(),  # a total order: pages never repeat or skip a row
-)
 DELEGATED = "delegated"
 
 

@@ -1,1 +1,0 @@
-"""The people layer (DESIGN 4.3): escalation, delegation, inbox views, notifications."""
