@@ -34,6 +34,15 @@ interrupt_escalated = Signal()
 delegation_changed = Signal()
 
 
+def send_on_commit(signal: Signal, *, sender: Any, using: str | None = None, **kwargs: Any) -> None:
+    """Send `signal` once the transaction on `using` commits, robustly: a receiver that
+    raises is logged and cannot make a stored change look failed, nor keep the other
+    on-commit work (the run's enqueue) from happening. Every signal here goes this way."""
+    transaction.on_commit(
+        partial(signal.send_robust, sender=sender, **kwargs), using=using, robust=True
+    )
+
+
 def announce_grant(
     action: str,
     grant_id: str,
@@ -45,54 +54,43 @@ def announce_grant(
 ) -> None:
     """Queue `grant_changed` for when the transaction that made the change commits: the one
     place each grant action (grant.created, grant.used, grant.revoked) is reported."""
-    transaction.on_commit(
-        lambda: grant_changed.send_robust(
-            sender=WriteBatch,
-            action=action,
-            grant_id=grant_id,
-            invocation_id=None if invocation_id is None else str(invocation_id),
-            path=path,
-            actor_id=actor_id,
-        ),
+    send_on_commit(
+        grant_changed,
+        sender=WriteBatch,
         using=using,
-        robust=True,
+        action=action,
+        grant_id=grant_id,
+        invocation_id=None if invocation_id is None else str(invocation_id),
+        path=path,
+        actor_id=actor_id,
     )
 
 
 def announce(batch: WriteBatch, using: str) -> None:
-    """Queue the signals a committed batch implies; they fire on commit, robustly: a
-    receiver that raises is logged and cannot make a stored change look failed, nor keep
-    the other on-commit work (the run's enqueue) from happening."""
+    """Queue the signals a committed batch implies (`send_on_commit`)."""
     invocation_id = batch.invocation_id
     for record in batch.new_interrupts:
-        transaction.on_commit(
-            partial(
-                interrupt_opened.send_robust,
-                sender=WriteBatch,
-                interrupt_id=record.id,
-                invocation_id=invocation_id,
-            ),
+        send_on_commit(
+            interrupt_opened,
+            sender=WriteBatch,
             using=using,
-            robust=True,
+            interrupt_id=record.id,
+            invocation_id=invocation_id,
         )
     for resolution in batch.resolutions:
-        transaction.on_commit(
-            partial(
-                interrupt_resolved.send_robust,
-                sender=WriteBatch,
-                interrupt_id=resolution.interrupt_id,
-                invocation_id=invocation_id,
-                status=str(resolution.status),
-            ),
+        send_on_commit(
+            interrupt_resolved,
+            sender=WriteBatch,
             using=using,
-            robust=True,
+            interrupt_id=resolution.interrupt_id,
+            invocation_id=invocation_id,
+            status=str(resolution.status),
         )
     if batch.invocation is not None and batch.invocation.status.is_final:
-        status = str(batch.invocation.status)
-        transaction.on_commit(
-            lambda: invocation_finished.send_robust(
-                sender=WriteBatch, invocation_id=invocation_id, status=status
-            ),
+        send_on_commit(
+            invocation_finished,
+            sender=WriteBatch,
             using=using,
-            robust=True,
+            invocation_id=invocation_id,
+            status=str(batch.invocation.status),
         )

@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from .. import policy
-from ..models import Grant, GrantUse
+from ..models import Grant, GrantQuerySet, GrantUse
 from ..policy import ANSWER_PERMISSION, CHANGE_GRANT_PERMISSION
 from ..services import grants
 from .base import ReadOnlyAdmin
@@ -31,11 +31,11 @@ class LiveFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("live", "Live"), ("ended", "Revoked, expired or used up")]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Grant]) -> QuerySet[Grant]:
+    def queryset(self, request: HttpRequest, queryset: GrantQuerySet) -> QuerySet[Grant]:
         if self.value() == "live":
-            return grants.live(queryset)
+            return queryset.live()
         if self.value() == "ended":
-            return queryset.exclude(pk__in=grants.live(queryset).values("pk"))
+            return queryset.ended()
         return queryset
 
 

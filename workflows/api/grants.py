@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from .. import policy
 from ..engine.errors import InvalidGrantError, UnknownGrantError
 from ..engine.status import GrantScope
-from ..models import Grant
+from ..models import Grant, GrantQuerySet
 from ..registry import registry
 from ..services import grants
 from .filters import StrictBooleanFilter
@@ -92,9 +92,8 @@ class GrantFilter(filters.FilterSet):
         model = Grant
         fields = ["workflow", "node", "scope", "scope_id", "live"]
 
-    def filter_live(self, queryset: QuerySet[Grant], name: str, value: bool) -> QuerySet[Grant]:
-        live = grants.live(queryset)
-        return live if value else queryset.exclude(pk__in=live.values("pk"))
+    def filter_live(self, queryset: GrantQuerySet, name: str, value: bool) -> QuerySet[Grant]:
+        return queryset.live() if value else queryset.ended()
 
 
 @extend_schema_view(

@@ -5,7 +5,7 @@ from .audit import AuditChainHead, AuditEntry
 from .decisions import Decision
 from .delegations import Delegation
 from .effects import Effect
-from .grants import Grant, GrantUse, new_grant_id
+from .grants import Grant, GrantQuerySet, GrantUse, live_at, new_grant_id
 from .heartbeats import Heartbeat
 from .idempotency import IdempotencyKey
 from .interrupts import INTERRUPT_STATUS_CHOICES, PRIORITY_CHOICES, PRIORITY_RANKS, Interrupt
@@ -39,6 +39,7 @@ __all__ = [
     "Delegation",
     "Effect",
     "Grant",
+    "GrantQuerySet",
     "GrantUse",
     "Heartbeat",
     "IdempotencyKey",
@@ -55,6 +56,7 @@ __all__ = [
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "live_at",
     "new_grant_id",
     "new_nonce",
     "new_webhook_secret",

@@ -4,7 +4,10 @@ The engine's store writes these rows (workflows.store); people list and revoke g
 the admin and the API through workflows.services.
 """
 
+from __future__ import annotations
+
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -16,6 +19,25 @@ from ..engine.status import GrantScope
 
 def new_grant_id() -> str:
     return str(uuid.uuid4())
+
+
+def live_at(now: datetime) -> Q:
+    """The rule "a grant is live" as a filter: not revoked, not expired at `now`, uses
+    left. `Grant.is_live` is the same rule on one row."""
+    return (
+        Q(revoked_at__isnull=True)
+        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        & (Q(uses_left__isnull=True) | Q(uses_left__gt=0))
+    )
+
+
+class GrantQuerySet(models.QuerySet):
+    def live(self, now: datetime | None = None) -> GrantQuerySet:
+        return self.filter(live_at(now or timezone.now()))
+
+    def ended(self, now: datetime | None = None) -> GrantQuerySet:
+        """Revoked, expired or used up (the live ones' complement)."""
+        return self.exclude(pk__in=self.live(now).values("pk"))
 
 
 class Grant(models.Model):
@@ -48,6 +70,8 @@ class Grant(models.Model):
     # The gate's question whose answer made it (blank for a grant made directly).
     interrupt_id = models.CharField(max_length=255, blank=True)
 
+    objects = GrantQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [
@@ -62,7 +86,8 @@ class Grant(models.Model):
         where = f" {self.scope_id}" if self.scope_id else ""
         return f"{self.workflow_name}.{self.node_name} ({self.scope}{where})"
 
-    def is_live(self, now=None) -> bool:
+    def is_live(self, now: datetime | None = None) -> bool:
+        """`live_at` on this row."""
         now = now or timezone.now()
         return (
             self.revoked_at is None

@@ -100,15 +100,19 @@ def reassign(interrupt_id: str, assignees: list[str], *, actor: Any) -> Interrup
     if refused:
         raise PermissionDenied(refused)
     require_pending(interrupt)
+    handed = hand_over(interrupt, assignees)
+    interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
+    trail.record(actions.INTERRUPT_REASSIGNED, interrupt=interrupt, actor=actor, data=handed)
+    return interrupt
+
+
+def hand_over(interrupt: Interrupt, assignees: list[str]) -> dict[str, Any]:
+    """Hand a locked, pending question over to `assignees` and drop its claim (decisions
+    recorded stay and count toward the quorum); what its audit entry says about it. The
+    caller saves it. ResponseValidationError, changing nothing, for assignees who do not
+    exist or cannot reach the quorum (`checked_assignees`)."""
     previous = interrupt.assignees
     claimer = _claimer(interrupt) if interrupt.claimed_by_id else None
     interrupt.assignees = checked_assignees(interrupt, assignees)
     interrupt.claimed_by, interrupt.claimed_at = None, None
-    interrupt.save(update_fields=["assignees", "claimed_by", "claimed_at"])
-    trail.record(
-        actions.INTERRUPT_REASSIGNED,
-        interrupt=interrupt,
-        actor=actor,
-        data={"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer},
-    )
-    return interrupt
+    return {"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer}

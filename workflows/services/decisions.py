@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from ..arguments import checked_decision
 from ..audit import actions, trail
 from ..engine.errors import UnknownInterruptError
@@ -18,7 +16,7 @@ from ..engine.events import FunctionResponse, approval_vote
 from ..engine.quorum import combined_answer
 from ..models import Decision, Interrupt
 from ..policy import require_answerer, require_person
-from ..signals import decision_recorded
+from ..signals import decision_recorded, send_on_commit
 from ..transactions import store, write_transaction
 from . import passkeys
 from .answer_check import check_answer, checked_vote
@@ -132,10 +130,8 @@ def decide(
         stand_ins = {interrupt.pk: decision.on_behalf_of} if decision.on_behalf_of else {}
         store_answers(db, answered, locked, actor, stand_ins)
         interrupt.refresh_from_db()
-    transaction.on_commit(
-        lambda: decision_recorded.send_robust(
-            sender=Decision, decision_id=decision.pk, interrupt_id=interrupt.pk
-        )
+    send_on_commit(
+        decision_recorded, sender=Decision, decision_id=decision.pk, interrupt_id=interrupt.pk
     )
     return decision
 

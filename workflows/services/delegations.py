@@ -23,7 +23,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.db import transaction
 from django.utils import timezone
 
 from ..audit import actions, trail
@@ -31,7 +30,7 @@ from ..engine.errors import UnknownDelegationError
 from ..models import Delegation
 from ..policy import ANSWER_PERMISSION, answer_policy, delegation_policy
 from ..registry import registry
-from ..signals import DELEGATION_STARTED, delegation_changed
+from ..signals import DELEGATION_STARTED, delegation_changed, send_on_commit
 from ..transactions import write_transaction
 
 __all__ = [
@@ -141,11 +140,8 @@ def _summary(delegation: Delegation) -> dict[str, Any]:
 
 
 def _announce(delegation_id: Any, action: str) -> None:
-    transaction.on_commit(
-        lambda: delegation_changed.send_robust(
-            sender=Delegation, delegation_id=delegation_id, action=action
-        ),
-        robust=True,
+    send_on_commit(
+        delegation_changed, sender=Delegation, delegation_id=delegation_id, action=action
     )
 
 

@@ -12,7 +12,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS
-from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -145,15 +144,6 @@ def edit_of(interrupt: Any, answer: Any) -> dict[str, Any] | None:
         changed = sorted(k for k in {*proposed, *edited} if proposed.get(k) != edited.get(k))
         return {"proposed": proposed, "edited": edited, "changed": changed}
     return {"proposed": proposed, "edited": edited}
-
-
-def live(queryset: QuerySet[Grant], now: Any = None) -> QuerySet[Grant]:
-    now = now or timezone.now()
-    return queryset.filter(
-        Q(revoked_at__isnull=True),
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now),
-        Q(uses_left__isnull=True) | Q(uses_left__gt=0),
-    )
 
 
 @write_transaction

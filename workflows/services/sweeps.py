@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from .. import dispatch
-from ..arguments import checked_assignees
 from ..audit import actions, trail
 from ..audit.canonical import timestamp
 from ..conf import hitl_settings
@@ -31,9 +28,9 @@ from ..engine.status import InterruptStatus
 from ..engine.transitions import expire_batch
 from ..inbox import asked_at, step_due_at
 from ..models import Interrupt, Invocation
-from ..signals import interrupt_escalated
+from ..signals import interrupt_escalated, send_on_commit
 from ..transactions import store, write_transaction
-from .claims import locked_interrupt
+from .claims import hand_over, locked_interrupt
 
 logger = logging.getLogger(__name__)
 
@@ -98,33 +95,22 @@ def _apply_step(interrupt: Interrupt) -> None:
     interrupt.next_escalation_at = None if following is None else step_due_at(asked, following)
     interrupt.save(update_fields=changed)
     trail.record(action, interrupt=interrupt, data={"step": index, **data})
-    transaction.on_commit(
-        partial(
-            interrupt_escalated.send_robust,
-            sender=Interrupt,
-            interrupt_id=interrupt.pk,
-            step=index,
-        ),
-        robust=True,
-    )
+    send_on_commit(interrupt_escalated, sender=Interrupt, interrupt_id=interrupt.pk, step=index)
 
 
 def _hand_over(interrupt: Interrupt, assignees: list[str]) -> dict[str, Any]:
-    """Replace the assignees as reassigning does (the claim dropped; decisions recorded
-    stay and count toward the quorum), and what the audit entry says about it.
+    """Hand the question over as reassigning does (`claims.hand_over`), and what the
+    audit entry says about it.
 
     New assignees that name a user or group that does not exist, or cannot reach the
     quorum, would leave the question nobody's to answer: the current assignees keep it
     instead, and the entry says why (`refused`)."""
-    previous = interrupt.assignees
     try:
-        interrupt.assignees = checked_assignees(interrupt, assignees)
+        return hand_over(interrupt, assignees)
     except ResponseValidationError as exc:
         logger.warning("interrupt %s: escalation keeps its assignees: %s", interrupt.pk, exc)
-        return {"assignees": previous, "previous": previous, "refused": exc.message}
-    claimer = interrupt.claimed_by.get_username() if interrupt.claimed_by else None
-    interrupt.claimed_by, interrupt.claimed_at = None, None
-    return {"assignees": interrupt.assignees, "previous": previous, "claimed_by": claimer}
+        kept = interrupt.assignees
+        return {"assignees": kept, "previous": kept, "refused": exc.message}
 
 
 def expire_overdue_interrupts(now: datetime | None = None) -> int:

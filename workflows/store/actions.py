@@ -21,7 +21,7 @@ from .. import signals
 from ..engine.errors import GrantUnavailableError, UnknownGrantError
 from ..engine.state import EffectRecord, GrantRecord, WriteBatch
 from ..engine.status import EffectStatus, GrantScope
-from ..models import Effect, Grant, GrantUse
+from ..models import Effect, Grant, GrantUse, live_at
 from .dialect import Dialect
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
@@ -89,14 +89,6 @@ def grant_row(record: GrantRecord) -> Grant:
         created_at=record.created_at or timezone.now(),
         interrupt_id=record.interrupt_id or "",
         **{name: getattr(record, name) for name in GRANT_FIELDS},
-    )
-
-
-def live_at(now: datetime) -> Q:
-    return (
-        Q(revoked_at__isnull=True)
-        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        & (Q(uses_left__isnull=True) | Q(uses_left__gt=0))
     )
 
 
