@@ -21,7 +21,7 @@ from .engine.principals import parse_assignee
 from .engine.transitions import checked_answer
 from .engine.values import MAX_INTERRUPT_ID_LENGTH, check_text, is_possible_id
 from .models import Interrupt
-from .policy import unreachable_quorum
+from .principals import unreachable_quorum
 
 FUNCTION_RESPONSE_SHAPE = (
     'a FunctionResponse or a dict {"id": <interrupt id>, "name": <node name>, "response": ...}'

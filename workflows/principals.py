@@ -88,3 +88,22 @@ def delegations_to(user: Any) -> list[Delegation]:
         user._hitl_delegations = cached = (generation, rows)
     now = timezone.now()
     return [d for d in cached[1] if d.starts_at <= now < d.ends_at and d.ended_at is None]
+
+
+def unreachable_quorum(
+    assignees: list[str], quorum: int, *, approvals: int = 0, excluded: Iterable[Any] = ()
+) -> str:
+    """Why `quorum` approvals cannot be reached ("" when they can): the `approvals` given
+    so far plus one per distinct active user the assignees name, directly or through a
+    group, leaving out `excluded` user ids (who may not vote: the starter of a four-eyes
+    question, those who decided already)."""
+    if quorum <= 1 or not assignees:
+        return ""
+    voters = active_users_named(assignees, excluded=excluded)
+    if approvals + voters >= quorum:
+        return ""
+    so_far = f"{approvals} approval(s) so far and " if approvals else ""
+    return (
+        f"quorum {quorum} cannot be met: {so_far}{voters} active user(s) among "
+        f"{', '.join(assignees)} who may still approve"
+    )

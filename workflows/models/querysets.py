@@ -32,7 +32,7 @@ class InvocationQuerySet(models.QuerySet):
         (PENDING or RUNNING with no lease for `older_than`), or they hold answers no pass
         has seen for `older_than`."""
         before = now - older_than
-        # Reached through the relation: models.py imports this module, not the reverse.
+        # Reached through the relation: invocations.py imports this module, not the reverse.
         interrupt_model = self.model._meta.get_field("interrupts").related_model
         assert isinstance(interrupt_model, type)  # a model class, never None or "self"
         interrupts = interrupt_model._default_manager

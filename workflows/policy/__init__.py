@@ -23,6 +23,7 @@ One module per concept (`persons`, `answers`, `invocations`, `grants`, `delegati
 callers import from `workflows.policy` only.
 """
 
+from ..principals import unreachable_quorum  # the number of voters, asked by the rules
 from .answers import (
     ANSWER_PERMISSION,
     REASSIGN_PERMISSION,
@@ -35,7 +36,6 @@ from .answers import (
     reassign_refusal,
     releasable_interrupts,
     require_answerer,
-    unreachable_quorum,
     voting_for,
 )
 from .delegations import (

@@ -14,7 +14,7 @@ from ..conf import hitl_settings
 from ..engine.errors import AlreadyDecidedError
 from ..expressions import HasAnyElement
 from ..models import Delegation, Interrupt
-from ..principals import active_users_named, assignee_names, delegations_to
+from ..principals import assignee_names, delegations_to
 from .persons import holds, person_refusal
 
 ANSWER_PERMISSION = "workflows.answer_interrupt"
@@ -207,25 +207,6 @@ def may_open_question(user: Any, interrupt: Interrupt) -> bool:
     """Whether `user` may open the decision page of `interrupt` (and so its live feed):
     they may answer it or hand it over."""
     return answer_policy().can_answer(user, interrupt) or can_reassign(user, interrupt)
-
-
-def unreachable_quorum(
-    assignees: list[str], quorum: int, *, approvals: int = 0, excluded: Iterable[Any] = ()
-) -> str:
-    """Why `quorum` approvals cannot be reached ("" when they can): the `approvals` given
-    so far plus one per distinct active user the assignees name, directly or through a
-    group, leaving out `excluded` user ids (who may not vote: the starter of a four-eyes
-    question, those who decided already)."""
-    if quorum <= 1 or not assignees:
-        return ""
-    voters = active_users_named(assignees, excluded=excluded)
-    if approvals + voters >= quorum:
-        return ""
-    so_far = f"{approvals} approval(s) so far and " if approvals else ""
-    return (
-        f"quorum {quorum} cannot be met: {so_far}{voters} active user(s) among "
-        f"{', '.join(assignees)} who may still approve"
-    )
 
 
 def require_answerer(actor: Any, interrupt: Interrupt) -> None:

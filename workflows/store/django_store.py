@@ -39,7 +39,7 @@ from ..engine.events import Event, RequestInput
 from ..engine.state import Checkpoint, InterruptRecord, InvocationRecord, WriteBatch
 from ..engine.status import NodeStatus
 from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
-from ..policy import unreachable_quorum
+from ..principals import unreachable_quorum
 from . import actions
 from . import statements as sql
 from .actions import AgentActions
