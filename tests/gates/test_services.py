@@ -290,3 +290,29 @@ def test_grant_actions_and_edits_are_in_the_audit_trail_which_verifies():
     }
     out = StringIO()
     call_command("hitl_audit", "verify", stdout=out)  # raises SystemExit(1) when broken
+
+
+def test_a_decision_asks_each_rule_once(monkeypatch):
+    # `decide` passes the one answer check: the answer rule and a gate's grant rule are
+    # each asked once (the grant rule was once asked twice in a row).
+    from workflows.services import answer_check
+
+    asked: dict[str, int] = {}
+
+    def counted(name: str):
+        real = getattr(answer_check, name)
+
+        def ask(*args, **kwargs):
+            asked[name] = asked.get(name, 0) + 1
+            return real(*args, **kwargs)
+
+        return ask
+
+    for name in ("answer_policy", "require_granter"):
+        monkeypatch.setattr(answer_check, name, counted(name))
+    boss = support("boss", "add_grant")
+    pins = {"properties": {"amount": {"maximum": 50}}}
+    answer = {"decision": "approve", "remember": "always", "pins": pins}
+    services.decide(start_refund().pk, answer, actor=boss)
+    assert asked == {"answer_policy": 1, "require_granter": 1}
+    assert Grant.objects.get().granted_by == boss
