@@ -15,6 +15,8 @@ from .engine.status import InterruptStatus, NodeStatus
 from .querysets import ANSWERED_STATUSES, OPEN_STATUSES, InvocationQuerySet
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
+# An invocation is never SUPERSEDED: only node runs are (DESIGN 3.5).
+INVOCATION_STATUS_CHOICES = [c for c in STATUS_CHOICES if c[0] != NodeStatus.SUPERSEDED]
 INTERRUPT_STATUS_CHOICES = [(s.value, s.value.title()) for s in InterruptStatus]
 PRIORITY_CHOICES = [(p, p.title()) for p in PRIORITIES]
 # The inbox sorts on a number, urgent (0) first: a column an index orders, unlike the name.
@@ -42,7 +44,9 @@ class Invocation(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="invocations")
     workflow_name = models.CharField(max_length=200)
     workflow_version = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=NodeStatus.PENDING)
+    status = models.CharField(
+        max_length=16, choices=INVOCATION_STATUS_CHOICES, default=NodeStatus.PENDING
+    )
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -112,6 +116,10 @@ class NodeRun(models.Model):
     # What its approval gate decided, once per run: approved, edited, rejected or passed
     # on a grant, and by whom (a re-execution reuses it).
     gate = models.JSONField(null=True, blank=True)
+    # What dispatched it (DESIGN 3.8): the path of the run whose output triggered it, null
+    # for START, a dynamic parent or a parallel worker, {predecessor: path} for a join;
+    # "?" on runs stored before the lineage was (a rewind refuses those).
+    triggered_by = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -142,6 +150,10 @@ class SessionEvent(models.Model):
     long_running_tool_ids = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     timestamp = models.FloatField()
+    # A changed answer (DESIGN 3.8) and the position, among the invocation's events, of
+    # the user event whose answer it replaces.
+    rewound = models.BooleanField(default=False)
+    replaces = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -183,6 +195,8 @@ class Interrupt(models.Model):
     status = models.CharField(
         max_length=16, choices=INTERRUPT_STATUS_CHOICES, default=InterruptStatus.PENDING
     )
+    # 1, plus one each time it is asked again under the same id (DESIGN 3.8).
+    round = models.PositiveIntegerField(default=1)
     deadline = models.DateTimeField(null=True, blank=True)
     timeout_seconds = models.FloatField(null=True, blank=True)
     on_timeout = models.JSONField(null=True, blank=True, help_text="null: fail on timeout")
@@ -281,12 +295,16 @@ class Decision(models.Model):
     )
     response = models.JSONField()
     comment = models.TextField(blank=True)
+    # The question's round it was given in: an earlier round's decisions are history.
+    round = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["interrupt", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["interrupt", "actor"], name="hitl_decision_once")
+            models.UniqueConstraint(
+                fields=["interrupt", "round", "actor"], name="hitl_decision_once_a_round"
+            )
         ]
 
     def __str__(self) -> str:

@@ -138,6 +138,7 @@ async def test_refusals_name_the_reason_and_store_nothing(store_backend):
     assert await h.snapshot() == before
     # Another execution holds the invocation: refused with "running", nothing stored.
     assert await h.store.acquire_lease(first.invocation_id, "someone else", 60) is not None
+    before = await h.snapshot()
     with pytest.raises(NotRewindableError) as running:
         await h.runner.rewind("q", {"amount": 6})
     assert running.value.reason == "running"
