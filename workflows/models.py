@@ -50,6 +50,8 @@ class Invocation(models.Model):
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # An answer was changed (DESIGN 3.8): its next outcome is a rewound one.
+    rewound = models.BooleanField(default=False)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -237,6 +239,7 @@ class Interrupt(models.Model):
         permissions = [
             ("answer_interrupt", "Can answer interrupts"),
             ("reassign_interrupt", "Can reassign any interrupt"),
+            ("rewind_interrupt", "Can change answers already given"),
         ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),

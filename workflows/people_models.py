@@ -53,7 +53,7 @@ class Delegation(models.Model):
         return f"{self.delegator} -> {self.delegate} ({window})"
 
 
-NOTIFY_EVENTS = ("opened", "reminded", "escalated", "delegated", "decided")
+NOTIFY_EVENTS = ("opened", "reminded", "escalated", "delegated", "decided", "superseded")
 
 
 class NotificationAttempt(models.Model):

@@ -38,6 +38,7 @@ ANSWER_PERMISSION = "workflows.answer_interrupt"
 REASSIGN_PERMISSION = "workflows.reassign_interrupt"
 CANCEL_PERMISSION = "workflows.cancel_invocation"
 RETRY_PERMISSION = "workflows.retry_invocation"
+REWIND_PERMISSION = "workflows.rewind_interrupt"
 
 
 def person_refusal(user: Any) -> str:
@@ -239,6 +240,26 @@ def reassign_refusal(user: Any, interrupt: Interrupt) -> str:
             "delegate may answer it, not hand it over; the assignees or a supervisor may"
         )
     return ""
+
+
+def rewind_refusal(user: Any, interrupt: Interrupt) -> str:
+    """Why `user` may not change the answer to `interrupt` ("" when they may): the model
+    permission `workflows.rewind_interrupt`, and the answer rule for the new answer
+    (assignees, delegation, four-eyes: DESIGN 3.8)."""
+    refused = person_refusal(user)
+    if refused:
+        return refused
+    if not _holds(user, REWIND_PERMISSION):
+        return f"{user.get_username()} lacks the permission {REWIND_PERMISSION}"
+    return answer_policy().refusal(user, interrupt)
+
+
+def require_rewinder(actor: Any, interrupt: Interrupt) -> None:
+    """PermissionDenied unless `actor` (None: the system) may change its answer."""
+    if actor is not None:
+        refusal = rewind_refusal(actor, interrupt)
+        if refusal:
+            raise PermissionDenied(refusal)
 
 
 def can_reassign(user: Any, interrupt: Interrupt) -> bool:

@@ -40,6 +40,7 @@ from .policy import (
     require_person,
 )
 from .registry import registry
+from .rewinds import plan_rewind, reopen, rewind
 from .sessions import open_session
 from .transactions import locked_checkpoint, store, write_transaction
 from .worker import (
@@ -62,10 +63,13 @@ __all__ = [
     "expire_overdue_interrupts",
     "fail",
     "open_session",
+    "plan_rewind",
     "reassign",
     "recover_stalled",
     "release",
+    "reopen",
     "retry",
+    "rewind",
     "signing_challenge",
     "start",
     "submit_function_responses",

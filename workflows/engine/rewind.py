@@ -34,7 +34,7 @@ from .state import (
     copied,
 )
 from .status import EffectStatus, InterruptStatus, NodeStatus
-from .transitions import checked_answer, same_answer
+from .transitions import same_answer
 
 # What a caller confirms: True (every effect listed), or the (path, name) pairs it saw.
 Confirmation = bool | Iterable[tuple[str, str]]
@@ -100,17 +100,15 @@ def compute_rewind(
     root: BaseNode,
     reads: RewindReads,
     record: InterruptRecord,
-    response: Any,
+    value: Any,
     *,
     actor: str | None = None,
     now: datetime | None = None,
     confirm_effects: Confirmation = False,
-    max_bytes: int | None = None,
-    max_depth: int | None = None,
 ) -> Rewind:
-    """Validate the new answer and compute the rewind's writes (see the module doc);
-    EffectsWouldRepeatError when effects would repeat and are not all confirmed."""
-    value = checked_answer(record.id, response, max_bytes, max_depth)
+    """Validate the new answer (as `transitions.checked_answer` returns it: unwrapped,
+    encoded) against the question's schema and compute the rewind's writes (see the module
+    doc); EffectsWouldRepeatError when effects would repeat and are not all confirmed."""
     validate_response(record.id, record.request.response_schema, value)
     old = record.response
     if same_answer(old, value):
@@ -118,7 +116,9 @@ def compute_rewind(
     if record.holds_answer:  # accepted and not yet applied: replaced in place
         batch = WriteBatch(record.invocation_id)
         batch.events.append(_answer_event(record, value, reads.answer_position))
-        batch.interrupt_updates.append(copied(record, response=value, resolved_by=actor))
+        batch.interrupt_updates.append(
+            copied(record, response=value, resolved_by=actor, resolved_at=now)
+        )
         return Rewind(RewindPlan(), batch, old, value)
     slice_ = _Slice(root, reads, record)
     plan = slice_.plan()
@@ -320,10 +320,10 @@ class _Slice:
         record, reads = self.record, self.reads
         invocation = reads.checkpoint.invocation
         questions = set(self._superseded_questions())
-        batch = WriteBatch(
-            invocation.id,
-            invocation=copied(invocation, status=NodeStatus.RUNNING, output=None, error=None),
+        reopened = copied(
+            invocation, status=NodeStatus.RUNNING, output=None, error=None, rewound=True
         )
+        batch = WriteBatch(invocation.id, invocation=reopened, reopens=True)
         batch.events.append(_answer_event(record, value, reads.answer_position))
         for path in self.superseded:
             state = self.runs[path]

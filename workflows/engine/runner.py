@@ -32,7 +32,13 @@ from .state import (
 )
 from .status import InterruptStatus, NodeStatus
 from .store import LEASE_TTL, InMemoryStore, Store
-from .transitions import accept_responses, cancel_batch, checked_input, retry_batch
+from .transitions import (
+    accept_responses,
+    cancel_batch,
+    checked_answer,
+    checked_input,
+    retry_batch,
+)
 from .workflow import Workflow
 
 
@@ -141,16 +147,17 @@ class Runner:
                 interrupt_id, record, reads, workflow_name=self.workflow.name
             )
             assert reads is not None
+            value = checked_answer(
+                interrupt_id, response, self.max_value_bytes, self.max_value_depth
+            )
             rewind = compute_rewind(
                 self.workflow,
                 reads,
                 record,
-                response,
+                value,
                 actor=actor,
                 now=datetime.now(UTC),
                 confirm_effects=confirm_effects,
-                max_bytes=self.max_value_bytes,
-                max_depth=self.max_value_depth,
             )
             if rewind.batch is not None:
                 await self.store.commit(rewind.batch)

@@ -83,6 +83,8 @@ class InvocationRecord:
     output: Any = None
     error: str | None = None
     session_id: str | None = None
+    # An answer of it was changed (DESIGN 3.8): its next finish is a rewound outcome.
+    rewound: bool = False
 
 
 @dataclass(slots=True)
@@ -229,6 +231,8 @@ class WriteBatch:
     interrupt_updates: list[InterruptRecord] = field(default_factory=list)
     # Grants made by the answers to these interrupts are revoked (a rewound approval).
     revoke_grants_of: set[str] = field(default_factory=set)
+    # A rewind reopens the invocation: the store clears its finish and any stale lease.
+    reopens: bool = False
 
     def __bool__(self) -> bool:
         return bool(
@@ -262,6 +266,7 @@ class WriteBatch:
         self.grant_uses[:0] = taken.grant_uses
         self.interrupt_updates[:0] = taken.interrupt_updates
         self.revoke_grants_of |= taken.revoke_grants_of
+        self.reopens = self.reopens or taken.reopens
         self.release_lease = self.release_lease or taken.release_lease
 
 

@@ -22,7 +22,7 @@ from ..engine.errors import GrantUnavailableError, UnknownGrantError
 from ..engine.state import EffectRecord, GrantRecord, InterruptRecord, WriteBatch
 from ..engine.status import EffectStatus, GrantScope, InterruptStatus
 from ..gate_models import Effect, Grant, GrantUse
-from ..models import Interrupt
+from ..models import Interrupt, Invocation
 from .dialect import Dialect
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
@@ -166,6 +166,7 @@ def has_actions(batch: WriteBatch) -> bool:
         or batch.grant_uses
         or batch.interrupt_updates
         or batch.revoke_grants_of
+        or batch.reopens
     )
 
 
@@ -194,6 +195,14 @@ def apply(batch: WriteBatch, using: str) -> None:
             update_conflicts=True,
             unique_fields=["invocation", "path", "name"],
             update_fields=EFFECT_FIELDS,
+        )
+    if batch.reopens:  # a rewind: finished no longer, and no stale lease writes after it
+        Invocation.objects.using(using).filter(pk=batch.invocation_id).update(
+            rewound=True,
+            finished_at=None,
+            unfinished_deliveries=0,
+            lease_owner="",
+            lease_expires_at=None,
         )
     if batch.interrupt_updates:
         _rewrite_interrupts(batch.interrupt_updates, using)

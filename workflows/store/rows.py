@@ -60,7 +60,9 @@ LEFT_TO_DEFAULTS = {
 }
 
 # -- what the store reads ----------------------------------------------------------------
-INVOCATION_READ = ["id", "workflow_name", "status", "input", "output", "error", "session_id"]
+INVOCATION_READ = [
+    *("id", "workflow_name", "status", "input", "output", "error", "session_id", "rewound")
+]
 NODE_RUN_READ = [
     *("path", "parent_path", "name", "run_id", "status", "input", "output", "route"),
     *("interrupt_ids", "resume_inputs", "attempt", "error", "gate", "triggered_by"),
@@ -123,7 +125,7 @@ def stored_time(value: datetime | None) -> datetime | None:
 
 # -- rows to records ---------------------------------------------------------------------
 def invocation_record(row: tuple) -> InvocationRecord:
-    id_, workflow_name, status, input_, output, error, session_id = row
+    id_, workflow_name, status, input_, output, error, session_id, rewound = row
     return InvocationRecord(
         id=as_uuid(id_),
         workflow_name=workflow_name,
@@ -132,6 +134,7 @@ def invocation_record(row: tuple) -> InvocationRecord:
         output=loads(output),
         error=error or None,
         session_id=as_uuid(session_id),
+        rewound=bool(rewound),
     )
 
 
