@@ -245,4 +245,3 @@ def _workflow(invocation: Invocation) -> Any:
         invocation.workflow_version,
         lambda: invocation.node_runs.values_list("path", flat=True),
     )
-

@@ -41,7 +41,9 @@ def ask_node(calls: dict[str, int], name: str = "ask", interrupt_id: str = "q", 
     def ask(ctx, node_input):
         calls[name] = calls.get(name, 0) + 1
         if interrupt_id not in ctx.resume_inputs:
-            yield RequestInput(interrupt_id=interrupt_id, message="how much?", response_schema=AMOUNT)
+            yield RequestInput(
+                interrupt_id=interrupt_id, message="how much?", response_schema=AMOUNT
+            )
             return
         yield ctx.resume_inputs[interrupt_id]
 
@@ -132,7 +134,9 @@ async def test_refusals_name_the_reason_and_store_nothing(store_backend):
     with pytest.raises(ResponseValidationError) as invalid:
         await h.runner.rewind("q", {"amount": "7"})  # never coerced
     assert invalid.value.field == "amount"
-    other = Harness(Workflow(name="other", edges=[("START", counted({}, "x"))]), store_backend, h.store)
+    other = Harness(
+        Workflow(name="other", edges=[("START", counted({}, "x"))]), store_backend, h.store
+    )
     with pytest.raises(UnknownInterruptError):
         await other.runner.rewind("q", {"amount": 1})
     assert await h.snapshot() == before
@@ -440,7 +444,12 @@ async def test_a_loop_rewound_in_an_early_round_supersedes_the_later_rounds(stor
     done = await h.resume({"q": {"amount": 1}})
     assert done.status == COMPLETED and calls["count"] == 3
     plan = await h.runner.plan_rewind("q")
-    assert plan.superseded == ["loop@1/count@1", "loop@1/count@2", "loop@1/count@3", "loop@1/finish@1"]
+    assert plan.superseded == [
+        "loop@1/count@1",
+        "loop@1/count@2",
+        "loop@1/count@3",
+        "loop@1/finish@1",
+    ]
     again = await h.rewind("q", {"amount": 2})
     assert again.status == COMPLETED and calls["count"] == 6
     assert statuses(again)["loop@1/count@6"] == COMPLETED

@@ -83,8 +83,11 @@ def test_a_person_changes_an_answer_and_the_run_finishes_again(heard):
     assert entry.actor_id == approver.pk
     assert verify(invocation.pk).ok
     assert heard["rewound"] == [
-        {"signal": signals.invocation_rewound, "invocation_id": str(invocation.pk),
-         "interrupt_id": interrupt.pk}
+        {
+            "signal": signals.invocation_rewound,
+            "invocation_id": str(invocation.pk),
+            "interrupt_id": interrupt.pk,
+        }
     ]
     assert [f["rewound"] for f in heard["finished"]] == [False, True]
 

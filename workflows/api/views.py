@@ -33,6 +33,7 @@ from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
 from .idempotency import idempotent, start_key
 from .pagination import EventCursorPagination, InboxPagination, PagePagination
+from .rewinds import RewindActions
 from .permissions import (
     CanAnswerInterrupt,
     CanControlInvocation,
@@ -277,6 +278,7 @@ ANSWERING_ACTIONS = {"decisions", "challenge", "claim"}
 class InterruptViewSet(
     ApiViewMixin,
     ObjectLookupMixin,
+    RewindActions,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,

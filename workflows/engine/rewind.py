@@ -327,9 +327,7 @@ class _Slice:
         batch.events.append(_answer_event(record, value, reads.answer_position))
         for path in self.superseded:
             state = self.runs[path]
-            batch.node_runs[path] = copied(
-                state, status=NodeStatus.SUPERSEDED, interrupt_ids=set()
-            )
+            batch.node_runs[path] = copied(state, status=NodeStatus.SUPERSEDED, interrupt_ids=set())
             batch.events.append(
                 Event(
                     author=state.name,
@@ -361,8 +359,9 @@ class _Slice:
         batch.revoke_grants_of.add(record.id)
         if self._anchor_reexecutes():
             batch.effects += [
-                _again(e) for e in self.reads.effects if e.path == self.anchor
-                and e.status in _REPEATING
+                _again(e)
+                for e in self.reads.effects
+                if e.path == self.anchor and e.status in _REPEATING
             ]
         return batch
 

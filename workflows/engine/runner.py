@@ -123,9 +123,7 @@ class Runner:
         """What `rewind(interrupt_id, ...)` would reopen, supersede and repeat (DESIGN
         3.8): a pure read; refused with the errors `rewind` raises before storing."""
         record, reads, owner = await self._rewind_reads(interrupt_id, lease=False)
-        record = check_rewindable(
-            interrupt_id, record, reads, workflow_name=self.workflow.name
-        )
+        record = check_rewindable(interrupt_id, record, reads, workflow_name=self.workflow.name)
         assert reads is not None
         return plan_rewind(self.workflow, reads, record)
 
@@ -143,9 +141,7 @@ class Runner:
         nothing; an answer equal to the current one changes nothing."""
         record, reads, owner = await self._rewind_reads(interrupt_id, lease=True)
         try:
-            record = check_rewindable(
-                interrupt_id, record, reads, workflow_name=self.workflow.name
-            )
+            record = check_rewindable(interrupt_id, record, reads, workflow_name=self.workflow.name)
             assert reads is not None
             value = checked_answer(
                 interrupt_id, response, self.max_value_bytes, self.max_value_depth

@@ -6,84 +6,144 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workflows', '0018_question_notify'),
+        ("workflows", "0018_question_notify"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='interrupt',
-            options={'ordering': ['-created_at'], 'permissions': [('answer_interrupt', 'Can answer interrupts'), ('reassign_interrupt', 'Can reassign any interrupt'), ('rewind_interrupt', 'Can change answers already given')]},
+            name="interrupt",
+            options={
+                "ordering": ["-created_at"],
+                "permissions": [
+                    ("answer_interrupt", "Can answer interrupts"),
+                    ("reassign_interrupt", "Can reassign any interrupt"),
+                    ("rewind_interrupt", "Can change answers already given"),
+                ],
+            },
         ),
         migrations.RemoveConstraint(
-            model_name='decision',
-            name='hitl_decision_once',
+            model_name="decision",
+            name="hitl_decision_once",
         ),
         migrations.AddField(
-            model_name='decision',
-            name='round',
+            model_name="decision",
+            name="round",
             field=models.PositiveIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='interrupt',
-            name='round',
+            model_name="interrupt",
+            name="round",
             field=models.PositiveIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='invocation',
-            name='rewound',
+            model_name="invocation",
+            name="rewound",
             field=models.BooleanField(default=False),
         ),
         # Runs stored before the lineage was recorded say so ("?"): a rewind refuses them.
         migrations.AddField(
-            model_name='noderun',
-            name='triggered_by',
+            model_name="noderun",
+            name="triggered_by",
             field=models.JSONField(blank=True, null=True, default="?"),
         ),
         migrations.AlterField(
-            model_name='noderun',
-            name='triggered_by',
+            model_name="noderun",
+            name="triggered_by",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='sessionevent',
-            name='replaces',
+            model_name="sessionevent",
+            name="replaces",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='sessionevent',
-            name='rewound',
+            model_name="sessionevent",
+            name="rewound",
             field=models.BooleanField(default=False),
         ),
         migrations.AlterField(
-            model_name='effect',
-            name='status',
-            field=models.CharField(choices=[('started', 'started'), ('finished', 'finished'), ('failed', 'failed'), ('in_doubt', 'in doubt'), ('rewound', 'rewound')], max_length=16),
+            model_name="effect",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("started", "started"),
+                    ("finished", "finished"),
+                    ("failed", "failed"),
+                    ("in_doubt", "in doubt"),
+                    ("rewound", "rewound"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='interrupt',
-            name='status',
-            field=models.CharField(choices=[('pending', 'Pending'), ('resolved', 'Resolved'), ('cancelled', 'Cancelled'), ('expired', 'Expired'), ('superseded', 'Superseded')], default=workflows.engine.status.InterruptStatus['PENDING'], max_length=16),
+            model_name="interrupt",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending"),
+                    ("resolved", "Resolved"),
+                    ("cancelled", "Cancelled"),
+                    ("expired", "Expired"),
+                    ("superseded", "Superseded"),
+                ],
+                default=workflows.engine.status.InterruptStatus["PENDING"],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='noderun',
-            name='status',
-            field=models.CharField(choices=[('PENDING', 'Pending'), ('RUNNING', 'Running'), ('WAITING', 'Waiting'), ('COMPLETED', 'Completed'), ('FAILED', 'Failed'), ('CANCELLED', 'Cancelled'), ('SUPERSEDED', 'Superseded')], max_length=16),
+            model_name="noderun",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("PENDING", "Pending"),
+                    ("RUNNING", "Running"),
+                    ("WAITING", "Waiting"),
+                    ("COMPLETED", "Completed"),
+                    ("FAILED", "Failed"),
+                    ("CANCELLED", "Cancelled"),
+                    ("SUPERSEDED", "Superseded"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='notificationattempt',
-            name='event',
-            field=models.CharField(choices=[('opened', 'opened'), ('reminded', 'reminded'), ('escalated', 'escalated'), ('delegated', 'delegated'), ('decided', 'decided'), ('superseded', 'superseded')], max_length=16),
+            model_name="notificationattempt",
+            name="event",
+            field=models.CharField(
+                choices=[
+                    ("opened", "opened"),
+                    ("reminded", "reminded"),
+                    ("escalated", "escalated"),
+                    ("delegated", "delegated"),
+                    ("decided", "decided"),
+                    ("superseded", "superseded"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='sessionevent',
-            name='status',
-            field=models.CharField(blank=True, choices=[('PENDING', 'Pending'), ('RUNNING', 'Running'), ('WAITING', 'Waiting'), ('COMPLETED', 'Completed'), ('FAILED', 'Failed'), ('CANCELLED', 'Cancelled'), ('SUPERSEDED', 'Superseded')], max_length=16),
+            model_name="sessionevent",
+            name="status",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("PENDING", "Pending"),
+                    ("RUNNING", "Running"),
+                    ("WAITING", "Waiting"),
+                    ("COMPLETED", "Completed"),
+                    ("FAILED", "Failed"),
+                    ("CANCELLED", "Cancelled"),
+                    ("SUPERSEDED", "Superseded"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(fields=('interrupt', 'round', 'actor'), name='hitl_decision_once_a_round'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(
+                fields=("interrupt", "round", "actor"), name="hitl_decision_once_a_round"
+            ),
         ),
     ]
