@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from .answer_check import check_answer
 from .answers import actor_id
-from .audit import actions, trail
 from .arguments import checked_interrupt_id
+from .audit import actions, trail
 from .conf import hitl_settings
 from .dispatch import enqueue_run
 from .engine.errors import (
@@ -26,7 +26,8 @@ from .engine.errors import (
     NotRewindableError,
     UnknownInterruptError,
 )
-from .engine.rewind import RewindPlan, check_rewindable, compute_rewind, plan_rewind as plan
+from .engine.rewind import RewindPlan, check_rewindable, compute_rewind
+from .engine.rewind import plan_rewind as plan
 from .engine.state import InterruptRecord, RewindReads
 from .engine.status import InterruptStatus
 from .engine.transitions import checked_answer

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -55,8 +55,19 @@ class RewindPlanSerializer(serializers.Serializer):
     )
 
 
-class ConfirmEffectsField(serializers.JSONField):
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "boolean"},
+            {"type": "array", "items": {"type": "array", "items": {"type": "string"}}},
+        ]
+    }
+)
+class ConfirmEffectsField(serializers.Field):
     """true (every effect shown), false, or the [path, name] pairs confirmed."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, bool):

@@ -33,7 +33,6 @@ from .exceptions import PayloadTooLarge, StrictJSONParser, exception_handler
 from .filters import InterruptFilter, InvocationFilter
 from .idempotency import idempotent, start_key
 from .pagination import EventCursorPagination, InboxPagination, PagePagination
-from .rewinds import RewindActions
 from .permissions import (
     CanAnswerInterrupt,
     CanControlInvocation,
@@ -41,6 +40,7 @@ from .permissions import (
     answerable_interrupts,
     releasable_interrupts,
 )
+from .rewinds import RewindActions
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .serializers import (
     AcceptedSerializer,

@@ -45,9 +45,9 @@ def rebuild_node_runs(
         answered.update(r.id for r in event.function_responses)
         if event.rewound and event.replaces is not None:
             rewound = {r.id for r in event.function_responses}
-            for at, ids in raised_at[event.path]:
+            for at, asked in raised_at[event.path]:
                 if at > event.replaces:
-                    answered -= set(ids) - rewound
+                    answered -= set(asked) - rewound
         if not event.path or event.function_responses:
             continue
         raised[event.path].update(event.long_running_tool_ids)

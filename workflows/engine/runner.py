@@ -122,7 +122,7 @@ class Runner:
     async def plan_rewind(self, interrupt_id: str) -> RewindPlan:
         """What `rewind(interrupt_id, ...)` would reopen, supersede and repeat (DESIGN
         3.8): a pure read; refused with the errors `rewind` raises before storing."""
-        record, reads, owner = await self._rewind_reads(interrupt_id, lease=False)
+        record, reads, _ = await self._rewind_reads(interrupt_id, lease=False)
         record = check_rewindable(interrupt_id, record, reads, workflow_name=self.workflow.name)
         assert reads is not None
         return plan_rewind(self.workflow, reads, record)
@@ -158,7 +158,7 @@ class Runner:
             if rewind.batch is not None:
                 await self.store.commit(rewind.batch)
         finally:
-            if reads is not None:
+            if record is not None and reads is not None:
                 await self.store.release_lease(record.invocation_id, owner)
         if rewind.batch is None:
             return await self.result(record.invocation_id)
