@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -81,6 +81,7 @@ class ConfirmEffectsField(serializers.Field):
         )
 
 
+@extend_schema_serializer(component_name="Rewind")
 class RewindRequestSerializer(serializers.Serializer):
     response = AnyJSON(help_text="The new answer; see the interrupt's schema.")
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
@@ -92,6 +93,7 @@ class RewindRequestSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_serializer(component_name="Reopen")
 class ReopenRequestSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10000)
 
