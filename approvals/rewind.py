@@ -76,10 +76,10 @@ def by_decisions(interrupt: Interrupt) -> bool:
 
 def step_label(path: str) -> str:
     """A node run's path as a person reads it: `expense_approval@1/decide@2` is "decide
-    (run 2)", a nested step names its workflows ("large expense › manager approval")."""
+    (run 2)", a nested step names its workflows ("large expense > manager approval")."""
     segments = [segment.partition("@") for segment in path.split("/")]
     names = [name.replace("_", " ") for name, _, _ in segments]
-    label = " › ".join(names[1:] or names)
+    label = " \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} ".join(names[1:] or names)
     run = segments[-1][2]
     return f"{label} (run {run})" if run not in ("", "1") else label
 

@@ -133,7 +133,8 @@ def test_effects_that_would_repeat_are_confirmed_one_by_one(login, payout_workfl
     bob = rewinder(username="bob")
     invocation = services.start(PAYOUT, {})
     services.decide("payout", {"approved": True}, actor=bob)
-    assert PAID == [f"{invocation.pk}:{PAYOUT}@1/pay@1:transfer"]
+    first_key = f"{invocation.pk}:{PAYOUT}@1/pay@1:transfer"
+    assert [first_key] == PAID
     interrupt = Interrupt.objects.get(pk="payout")
     page = login(bob).get(rewind_url(interrupt)).content.decode()
     box = json.dumps([f"{PAYOUT}@1/pay@1", "transfer"])
