@@ -24,7 +24,7 @@ from django.utils.text import Truncator
 
 from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
-from workflows.admin.display import question_cell
+from workflows.admin.display import question_cell, rewind_url
 from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
@@ -383,7 +383,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "monitor_url": request.user.has_perm("workflows.view_invocation")
             and _monitor_url(invocation.pk),
             "has_view_permission": True,
-            "rewind_url": rewind.change_url(request.user, interrupt),
+            "rewind_url": rewind_url(interrupt, request.user),
             "has_passkey": interrupt.require_signature
             and Passkey.objects.filter(user=request.user.pk).exists(),
         }

@@ -21,6 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from workflows import services
+from workflows.admin.display import REWIND_URL_NAME
 from workflows.engine.errors import (
     EffectsWouldRepeatError,
     NotRewindableError,
@@ -28,10 +29,9 @@ from workflows.engine.errors import (
     WorkflowError,
 )
 from workflows.engine.rewind import RewindPlan
-from workflows.engine.status import InterruptStatus
 from workflows.engine.values import is_possible_id
 from workflows.models import Interrupt
-from workflows.policy import REWIND_PERMISSION, rewind_refusal
+from workflows.policy import rewind_refusal
 
 from . import display
 from .forms import ROOT, ApprovalForm, SchemaForm
@@ -39,7 +39,7 @@ from .gates import GateForm, decision_form
 from .loading import readable_row
 
 TEMPLATE = "approvals/rewind.html"
-URL_NAME = "approvals_pendingapproval_rewind"
+URL_NAME = REWIND_URL_NAME.removeprefix("admin:")
 # What each NotRewindableError reason means to the person on the page.
 REASONS = {
     "pending": "it waits for an answer: answer it on its decision page",
@@ -56,17 +56,6 @@ def urls(admin_site: admin.AdminSite) -> list:
     """The page's URL, beside the decision page's."""
     view = admin_site.admin_view(change_answer)
     return [path("<path:object_id>/rewind/", view, {"admin_site": admin_site}, name=URL_NAME)]
-
-
-def change_url(user: Any, interrupt: Interrupt) -> str | None:
-    """Where `user` changes the answer to `interrupt`: None while it has no answer to
-    change, or they may not (the permission and the answer rule)."""
-    answered = interrupt.status == InterruptStatus.RESOLVED or (
-        interrupt.status == InterruptStatus.EXPIRED and interrupt.response is not None
-    )
-    if not answered or not user.has_perm(REWIND_PERMISSION, interrupt):
-        return None
-    return reverse(f"admin:{URL_NAME}", args=[quote(interrupt.pk)])
 
 
 def by_decisions(interrupt: Interrupt) -> bool:

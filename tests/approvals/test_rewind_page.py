@@ -241,3 +241,13 @@ def test_who_may_open_the_page_and_change_the_answer(client, method):
 def test_an_unknown_question_is_404(login):
     page = login(rewinder()).get(reverse("admin:approvals_pendingapproval_rewind", args=["nope"]))
     assert page.status_code == 404
+
+
+def test_the_questions_record_in_the_monitor_links_the_change(login):
+    bob = grant_answer(rewinder(username="bob"), "view_interrupt")
+    interrupt = answered(by=bob)
+    record = reverse("admin:workflows_interrupt_change", args=[quote(interrupt.pk)])
+    link = f'href="{rewind_url(interrupt)}" id="change-answer"'
+    assert link in login(bob).get(record).content.decode()
+    viewer = grant_answer(ApproverFactory(username="vic"), "view_interrupt")
+    assert link not in login(viewer).get(record).content.decode()
