@@ -25,7 +25,7 @@ def test_the_monitor_shows_superseded_runs_and_the_changed_answer(client):
     node_runs = content.split("<h2>Node runs</h2>", 1)[1].split("<h2>Questions</h2>", 1)[0]
     superseded = node_runs.split('<tr class="hitl-row-SUPERSEDED">', 1)[1].split("</tr>", 1)[0]
     assert f'title="{workflow}@1/answered@1">answered@1</span>' in superseded
-    assert f'triggered by <code title="{workflow}@1/question@1">' in superseded
+    assert f'triggered by <code title="{workflow}@1/question@1">question@1</code>' in superseded
     assert "superseded: an answer it depended on was changed" in superseded
     assert "</span>Superseded</li>" in content  # the legend names the grey
     # The changed answer's event, and the one it replaces, by their numbers.

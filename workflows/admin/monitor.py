@@ -32,18 +32,19 @@ def node_run_rows(node_runs: Iterable[NodeRun], now: datetime) -> list[dict[str,
                 "open": not final,
                 "output": None if run.output is None else pretty_json(run.output),
                 "superseded": run.status == NodeStatus.SUPERSEDED,
-                "lineage": lineage(run.triggered_by),
+                "lineage": lineage(run.triggered_by, run.path),
             }
         )
     return rows
 
 
-def lineage(triggered_by: Any) -> list[str]:
-    """The paths of the runs whose output triggered a run (DESIGN 3.8): one, a join's
-    predecessors in their order, or none (fed by START, or a dynamic child)."""
-    if isinstance(triggered_by, dict):
-        return [str(path) for path in triggered_by.values()]
-    return [str(triggered_by)] if triggered_by else []
+def lineage(triggered_by: Any, path: str) -> list[tuple[str, str]]:
+    """The runs whose output triggered the run at `path` (DESIGN 3.8): one, a join's
+    predecessors in their order, or none (fed by START, or a dynamic child). Each as (its
+    path from the run's workflow, as the table's indented names read; its whole path)."""
+    paths = triggered_by.values() if isinstance(triggered_by, dict) else [triggered_by]
+    scope = path.rpartition("/")[0] + "/"
+    return [(str(p).removeprefix(scope), str(p)) for p in paths if p]
 
 
 def by_path(rows: Iterable[Any]) -> dict[str, list[Any]]:
