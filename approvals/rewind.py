@@ -132,10 +132,11 @@ class ChangePage:
         self.confirmed = _confirmed(post.getlist("confirm"))
         if not self.form.is_valid():
             return self.render(400)
+        response = self.form.response()  # type: ignore[attr-defined]  # SchemaForm, GateForm
         try:
             services.rewind(
                 self.interrupt.pk,
-                self.form.response(),  # type: ignore[attr-defined]  # a SchemaForm or GateForm
+                response,
                 actor=self.request.user,
                 comment=comment,
                 confirm_effects=sorted(self.confirmed),
@@ -155,7 +156,10 @@ class ChangePage:
         except WorkflowError as exc:
             self.problem = f"Nothing was changed: {_reason(exc)}."
             return self.render(409)
-        messages.success(self.request, "Answer changed: what depended on it runs again.")
+        if response == self.interrupt.response:  # a success that changes nothing
+            messages.info(self.request, "The answer is the one already given: nothing changed.")
+        else:
+            messages.success(self.request, "Answer changed: what depended on it runs again.")
         return HttpResponseRedirect(self._after_url())
 
     def _reopen(self, comment: str) -> HttpResponse:

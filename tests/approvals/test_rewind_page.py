@@ -94,6 +94,15 @@ def test_the_decision_page_links_the_change_for_whoever_may_make_it(login):
     assert 'id="change-answer"' not in login(bob).get(decision_url(pending)).content.decode()
 
 
+def test_the_same_answer_again_changes_nothing_and_says_so(login):
+    bob = rewinder(username="bob")
+    interrupt = answered(False, by=bob)
+    before = snapshot()
+    response = login(bob).post(rewind_url(interrupt), {"decision": "reject"}, follow=True)
+    assert "nothing changed" in response.content.decode()
+    assert snapshot() == before
+
+
 def test_posting_changes_the_answer_and_leads_to_the_monitor(login):
     bob = grant_answer(rewinder(username="bob"), "view_invocation")
     interrupt = answered(False, by=bob)
@@ -176,6 +185,10 @@ def test_a_quorum_question_opens_a_new_round_and_leads_to_its_decision_page(logi
     interrupt = ask(assignees=[f"user:{v.username}" for v in voters], quorum=2)
     for voter in voters:
         services.decide(interrupt.pk, {"approved": True}, actor=voter)
+    outsider = rewinder(username="outsider")  # may rewind, not an assignee
+    before = snapshot()
+    refused = login(outsider).post(rewind_url(interrupt), {"_action": "reopen"})
+    assert refused.status_code == 403 and snapshot() == before
     page = login(voters[0]).get(rewind_url(interrupt)).content.decode()
     assert 'id="reopen"' in page and 'id="rewind-form"' not in page
     assert "2 approvals decide this question" in page
