@@ -24,7 +24,7 @@ from django.utils.text import Truncator
 
 from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
-from workflows.admin.display import question_cell
+from workflows.admin.display import question_cell, rewind_url
 from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
@@ -47,7 +47,7 @@ from workflows.policy import (
 )
 from workflows.registry import registry
 
-from . import dashboard, display, live, passkeys
+from . import dashboard, display, live, passkeys, rewind
 from .forms import ApprovalForm, comment_of, is_approval
 from .gates import GateForm, decision_form, outcome_message
 from .inbox_views import view_tabs
@@ -227,7 +227,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     def get_urls(self) -> list:
         events = self.admin_site.admin_view(live.question_events)
         name = "approvals_pendingapproval_events"  # the page's live feed, beside it
-        return [path("<path:object_id>/events/", events, name=name), *super().get_urls()]
+        own = [path("<path:object_id>/events/", events, name=name), *rewind.urls(self.admin_site)]
+        return [*own, *super().get_urls()]
 
     def change_view(
         self,
@@ -388,6 +389,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "monitor_url": request.user.has_perm("workflows.view_invocation")
             and _monitor_url(invocation.pk),
             "has_view_permission": True,
+            "rewind_url": rewind_url(interrupt, request.user),
             "has_passkey": interrupt.require_signature
             and Passkey.objects.filter(user=request.user.pk).exists(),
         }

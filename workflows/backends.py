@@ -3,6 +3,8 @@ policies, so the admin, DRF permission classes, templates and the services all a
 same question:
 
 - `user.has_perm("workflows.answer_interrupt", interrupt)`: the answer policy;
+- `user.has_perm("workflows.rewind_interrupt", interrupt)`: may change its answer
+  (`policy.rewind_refusal`: the model permission and the answer rule);
 - `user.has_perm("workflows.cancel_invocation", invocation)` and
   `"workflows.retry_invocation"`: `InvocationControlPolicy` (the model permission, or the
   user who started the invocation).
@@ -25,7 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 from .models import Interrupt, Invocation
-from .policy import ANSWER_PERMISSION, InvocationControlPolicy, answer_policy
+from .policy import (
+    ANSWER_PERMISSION,
+    REWIND_PERMISSION,
+    InvocationControlPolicy,
+    answer_policy,
+    rewind_refusal,
+)
 
 
 class AnswerPermissionBackend:
@@ -38,6 +46,8 @@ class AnswerPermissionBackend:
     def has_perm(self, user: Any, perm: str, obj: Any = None) -> bool:
         if perm == ANSWER_PERMISSION and isinstance(obj, Interrupt):
             return answer_policy().can_answer(user, obj)
+        if perm == REWIND_PERMISSION and isinstance(obj, Interrupt):
+            return not rewind_refusal(user, obj)
         if perm in InvocationControlPolicy.permissions and isinstance(obj, Invocation):
             return InvocationControlPolicy().may_control(user, perm, obj)
         return False

@@ -81,15 +81,17 @@ def with_statuses(graph: dict[str, Any], node_runs: Iterable[NodeRunLike]) -> di
     """A copy of `graph` with each node's status taken from its latest run.
 
     `node_runs` come in the order they were created. Each node gains `status` (None when it
-    never ran), `runs` (how many times it ran) and `path` (its latest run's path). Runs the
-    static graph has no node for (parallel-worker items, children started with
-    `ctx.run_node`) become `items` of their nearest node: `{"path", "label", "status"}`.
-    A START is COMPLETED once its workflow ran.
+    never ran), `runs` (how many times it ran), `superseded` (how many of those runs a
+    rewind superseded) and `path` (its latest run's path). A superseded run (DESIGN 3.8)
+    never hides a run that still counts: a node is SUPERSEDED, drawn greyed, only when no
+    run of it counts. Runs the static graph has no node for (parallel-worker items,
+    children started with `ctx.run_node`) become `items` of their nearest node: `{"path",
+    "label", "status"}`. A START is COMPLETED once its workflow ran.
     """
     annotated = copy.deepcopy(graph)
     by_id = {node["id"]: node for node in annotated["nodes"]}
     for node in annotated["nodes"]:
-        node.update(status=None, runs=0, path=None, items=[])
+        node.update(status=None, runs=0, superseded=0, path=None, items=[])
     started: set[str] = set()
     items: dict[str, dict[str, dict[str, Any]]] = {}
     for run in node_runs:
@@ -98,9 +100,13 @@ def with_statuses(graph: dict[str, Any], node_runs: Iterable[NodeRunLike]) -> di
             started.add(node_id(run.path))  # the root run: the workflow itself
             continue
         ids = [node_id("/".join(segments[: n + 1])) for n in range(len(segments))]
+        superseded = run.status == NodeStatus.SUPERSEDED
         if ids[-1] in by_id:
             node = by_id[ids[-1]]
-            node.update(status=str(run.status), runs=node["runs"] + 1, path=run.path)
+            node["runs"] += 1
+            node["superseded"] += superseded
+            if not superseded or node["status"] in (None, NodeStatus.SUPERSEDED):
+                node.update(status=str(run.status), path=run.path)
             started.add(ids[-1])
             continue
         owner = next((i for i in reversed(ids) if i in by_id), None)
@@ -108,12 +114,12 @@ def with_statuses(graph: dict[str, Any], node_runs: Iterable[NodeRunLike]) -> di
             continue  # a run of a node the definition no longer has
         depth = ids.index(owner) + 1
         label = "/".join(segments[depth:])
-        # A node that ran again replaces its earlier items of the same label.
-        items.setdefault(owner, {})[label] = {
-            "path": run.path,
-            "label": label,
-            "status": str(run.status),
-        }
+        # A node that ran again replaces its earlier items of the same label (a superseded
+        # run replaces none that counts).
+        owned = items.setdefault(owner, {})
+        if superseded and owned.get(label, {}).get("status") not in (None, NodeStatus.SUPERSEDED):
+            continue
+        owned[label] = {"path": run.path, "label": label, "status": str(run.status)}
     for owner, owned in items.items():
         by_id[owner]["items"] = list(owned.values())
     for node in annotated["nodes"]:

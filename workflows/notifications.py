@@ -39,7 +39,7 @@ from .principals import assignee_names
 
 logger = logging.getLogger(__name__)
 
-OPENED, REMINDED, ESCALATED, DELEGATED, DECIDED = NOTIFY_EVENTS
+OPENED, REMINDED, ESCALATED, DELEGATED, DECIDED, SUPERSEDED = NOTIFY_EVENTS
 ERROR_CHARS = 2000  # kept of a failure's message in its NotificationAttempt
 
 

@@ -2,7 +2,9 @@
 
 - interrupt_opened(interrupt_id, invocation_id): a node asked a question.
 - interrupt_resolved(interrupt_id, invocation_id, status): answered, expired or cancelled.
-- invocation_finished(invocation_id, status): COMPLETED, FAILED or CANCELLED.
+- invocation_finished(invocation_id, status, rewound): COMPLETED, FAILED or CANCELLED;
+  `rewound` True when it finishes again after a rewind changed an answer (DESIGN 3.8).
+- invocation_rewound(invocation_id, interrupt_id): an answer was changed (services.rewind).
 - decision_recorded(decision_id, interrupt_id): a person decided (services.decide); sent
   with send_robust, so a failing receiver never undoes or hides the decision.
 - grant_changed(action, grant_id, invocation_id, path, actor_id): a grant was made
@@ -28,6 +30,7 @@ DELEGATION_STARTED = "delegation.started"  # delegation_changed's action for a l
 interrupt_opened = Signal()
 interrupt_resolved = Signal()
 invocation_finished = Signal()
+invocation_rewound = Signal()
 decision_recorded = Signal()
 grant_changed = Signal()
 interrupt_escalated = Signal()
@@ -93,4 +96,5 @@ def announce(batch: WriteBatch, using: str) -> None:
             using=using,
             invocation_id=invocation_id,
             status=str(batch.invocation.status),
+            rewound=batch.invocation.rewound,
         )

@@ -129,6 +129,9 @@ class Harness:
     async def result(self, invocation_id: str) -> InvocationResult:
         return await self.check(await self.runner.result(invocation_id))
 
+    async def rewind(self, interrupt_id: str, response: Any, **options: Any) -> InvocationResult:
+        return await self.check(await self.runner.rewind(interrupt_id, response, **options))
+
     async def interrupt(self, interrupt_id: str) -> InterruptRecord:
         return (await self.store.load_interrupts([interrupt_id]))[interrupt_id]
 

@@ -42,6 +42,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         assert approver.check_password(approver.username)
         assert approver.has_perm("workflows.answer_interrupt")
         assert approver.has_perm("workflows.view_invocation")
+        assert approver.has_perm("workflows.rewind_interrupt")
         assert not approver.has_perm("workflows.cancel_invocation")
     approver, approver2 = approvers
 
@@ -54,6 +55,7 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         ("document_drafting", "WAITING"),  # the data processing agreement: signed
         ("expense_approval", "COMPLETED"),  # Grace's books: approved without asking
         ("expense_approval", "COMPLETED"),  # Alan's taxi: rejected by admin
+        ("expense_approval", "COMPLETED"),  # Barbara's tickets: rejected, then changed
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
         ("expense_approval", "WAITING"),
@@ -120,8 +122,22 @@ def test_seed_demo_creates_the_logins_and_fills_the_inbox():
         "",  # the moderation answer has no comment
     }
 
+    # One invocation already rewound: its rejection's steps superseded, the changed answer
+    # reimbursed, and the question's answer one the managers may change again.
+    rewound = seeded.get(input__employee="Barbara")
+    assert rewound.rewound and rewound.output["status"] == "reimbursed"
+    runs = dict(rewound.node_runs.values_list("path", "status"))
+    assert runs["expense_approval@1/decide@1"] == "SUPERSEDED"
+    assert runs["expense_approval@1/notify_rejection@1"] == "SUPERSEDED"
+    assert runs["expense_approval@1/decide@2"] == "COMPLETED"
+    assert runs["expense_approval@1/reimburse@1"] == "COMPLETED"
+    assert rewound.events.filter(rewound=True, replaces__isnull=False).count() == 1
+    changed = rewound.interrupts.get()
+    assert changed.response["approved"] is True
+    assert approver.has_perm("workflows.rewind_interrupt", changed)
+
     call_command("seed_demo", stdout=StringIO())  # a second run seeds nothing more
-    assert seeded.count() == 13 and history().count() == len(demo_history().HISTORY)
+    assert seeded.count() == 14 and history().count() == len(demo_history().HISTORY)
 
 
 def demo_history():

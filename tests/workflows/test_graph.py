@@ -109,3 +109,35 @@ def test_statuses_leave_the_definition_graph_untouched():
     before = repr(graph)
     with_statuses(graph, [SimpleNamespace(path="outer@1/inner@1", status="RUNNING")])
     assert repr(graph) == before
+
+
+def test_a_superseded_run_is_greyed_only_where_no_run_of_its_node_counts():
+    def run(path, status):
+        return SimpleNamespace(path=path, status=status)
+
+    graph = with_statuses(
+        workflow_graph(nested()),
+        [
+            run("outer@1", "RUNNING"),
+            run("outer@1/delegate@1", "COMPLETED"),  # a loop's kept round
+            run("outer@1/delegate@2", "SUPERSEDED"),  # its later round, superseded
+            run("outer@1/ask_each@1", "SUPERSEDED"),  # not run again (another route)
+            run("outer@1/delegate@1/double@1", "COMPLETED"),
+            run("outer@1/delegate@2/double@1", "SUPERSEDED"),  # the same item, superseded
+            run("outer@1/delegate@1/double@2", "SUPERSEDED"),
+        ],
+    )
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    delegate_node = nodes["outer/delegate"]
+    assert (delegate_node["status"], delegate_node["runs"], delegate_node["superseded"]) == (
+        "COMPLETED",
+        2,
+        1,
+    )
+    assert delegate_node["path"] == "outer@1/delegate@1"
+    assert (nodes["outer/ask_each"]["status"], nodes["outer/ask_each"]["superseded"]) == (
+        "SUPERSEDED",
+        1,
+    )
+    items = [(i["label"], i["status"]) for i in delegate_node["items"]]
+    assert items == [("double@1", "COMPLETED"), ("double@2", "SUPERSEDED")]

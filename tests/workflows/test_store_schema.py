@@ -250,6 +250,7 @@ def test_the_store_writes_json_columns_as_json_and_only_those():
         resume_inputs={"q": 1},
         error="e",
         gate={"decision": "approve", "by": None},
+        triggered_by={"before": "p/before@1"},  # a join's: an object
     )
     values = rows.node_run_values("pk", [("p/n", state)], "stamp")
     assert _json_texts(rows.NODE_RUN_COLUMNS, values) == json_fields(rows.NODE_RUNS)

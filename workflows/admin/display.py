@@ -15,7 +15,7 @@ from django.utils.text import Truncator
 from ..engine.status import InterruptStatus
 from ..graph import workflow_graph
 from ..models import Interrupt, Invocation
-from ..policy import answer_policy
+from ..policy import REWIND_PERMISSION, answer_policy
 from ..registry import UnknownWorkflowError, registry
 
 # Where a pending question links to: the approvals inbox's decision page when that app is
@@ -44,6 +44,24 @@ def answer_url(interrupt: Interrupt, user: Any) -> str | None:
     ):
         return decision_url(interrupt.id)
     return None
+
+
+# "Change this answer" (DESIGN 3.8): the approvals app's page, when it is installed.
+REWIND_URL_NAME = "admin:approvals_pendingapproval_rewind"
+
+
+def rewind_url(interrupt: Interrupt, user: Any) -> str | None:
+    """Where `user` changes the answer to `interrupt`: None while it has no answer to
+    change, when they may not (the permission and the answer rule), or with no page."""
+    answered = interrupt.status == InterruptStatus.RESOLVED or (
+        interrupt.status == InterruptStatus.EXPIRED and interrupt.response is not None
+    )
+    if not answered or not user.has_perm(REWIND_PERMISSION, interrupt):
+        return None
+    try:
+        return reverse(REWIND_URL_NAME, args=[quote(interrupt.id)])
+    except NoReverseMatch:
+        return None
 
 
 def question_url(interrupt: Interrupt, user: Any) -> str:

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from ..inbox import ladder_summary
 from ..models import Interrupt
 from .base import MonitorAdmin
-from .display import answer_url, json_block, question_cell, short_id
+from .display import answer_url, json_block, question_cell, rewind_url, short_id
 from .notifications import NotificationAttemptInline
 
 
@@ -118,4 +118,7 @@ class InterruptAdmin(MonitorAdmin):
         # The record is read-only; a pending question someone may answer links to where
         # they answer it (unless that is this very page: no approvals inbox).
         url = answer_url(obj, request.user)
-        return {"answer_url": url if url != request.path else None}
+        return {
+            "answer_url": url if url != request.path else None,
+            "rewind_url": rewind_url(obj, request.user),
+        }

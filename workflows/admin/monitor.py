@@ -31,9 +31,20 @@ def node_run_rows(node_runs: Iterable[NodeRun], now: datetime) -> list[dict[str,
                 "duration": human_duration((run.updated_at if final else now) - run.created_at),
                 "open": not final,
                 "output": None if run.output is None else pretty_json(run.output),
+                "superseded": run.status == NodeStatus.SUPERSEDED,
+                "lineage": lineage(run.triggered_by, run.path),
             }
         )
     return rows
+
+
+def lineage(triggered_by: Any, path: str) -> list[tuple[str, str]]:
+    """The runs whose output triggered the run at `path` (DESIGN 3.8): one, a join's
+    predecessors in their order, or none (fed by START, or a dynamic child). Each as (its
+    path from the run's workflow, as the table's indented names read; its whole path)."""
+    paths = triggered_by.values() if isinstance(triggered_by, dict) else [triggered_by]
+    scope = path.rpartition("/")[0] + "/"
+    return [(str(p).removeprefix(scope), str(p)) for p in paths if p]
 
 
 def by_path(rows: Iterable[Any]) -> dict[str, list[Any]]:
@@ -45,10 +56,12 @@ def by_path(rows: Iterable[Any]) -> dict[str, list[Any]]:
 
 
 def event_rows(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
-    """Each event with its time and what it carried, as (label, text) pairs."""
+    """Each event with its number (its position among the invocation's events, from 1),
+    its time and what it carried, as (label, text) pairs; a changed answer names the
+    number of the event it replaces."""
     rows = []
     first: float | None = None
-    for event in events:
+    for position, event in enumerate(events):
         first = event.timestamp if first is None else first
         carried = []
         if event.output is not None:
@@ -71,6 +84,8 @@ def event_rows(events: Iterable[SessionEvent]) -> list[dict[str, Any]]:
                 "time": datetime.fromtimestamp(event.timestamp, tz=UTC),
                 "offset": human_duration(timedelta(seconds=event.timestamp - first)),
                 "carried": carried,
+                "number": position + 1,
+                "replaces": None if event.replaces is None else event.replaces + 1,
             }
         )
     return rows

@@ -33,6 +33,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "multiple_invocations": status.HTTP_400_BAD_REQUEST,
     "unencodable_value": status.HTTP_400_BAD_REQUEST,
     "interrupt_not_pending": status.HTTP_409_CONFLICT,
+    "interrupt_superseded": status.HTTP_409_CONFLICT,
+    "not_rewindable": status.HTTP_409_CONFLICT,
+    "effects_would_repeat": status.HTTP_409_CONFLICT,
     "already_decided": status.HTTP_409_CONFLICT,
     "decision_required": status.HTTP_409_CONFLICT,
     "already_claimed": status.HTTP_409_CONFLICT,
@@ -43,6 +46,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "payload_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     "idempotency_key_reused": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
+
+# Attributes of a named error its body carries: why a rewind was refused, which effects
+# would repeat.
+ERROR_DETAILS = ("reason", "effects")
 
 # The request field a named error is about, when the error itself does not say.
 FIELD_BY_CODE: dict[str, str] = {
@@ -104,7 +111,9 @@ def _workflow_error_response(
     status_code = STATUS_BY_CODE.get(code, status.HTTP_400_BAD_REQUEST)
     if getattr(exc, "too_large", False):  # a value over a size limit, whatever its code
         code, status_code = "payload_too_large", status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    return Response(error_body(code, str(exc), field), status=status_code)
+    # What a refused rewind says besides its message (DESIGN 3.8).
+    extra = {name: getattr(exc, name) for name in ERROR_DETAILS if hasattr(exc, name)}
+    return Response(error_body(code, str(exc), field, **extra), status=status_code)
 
 
 def _validation_detail(exc: DjangoValidationError) -> dict[str, list[str]]:

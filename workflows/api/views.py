@@ -39,6 +39,7 @@ from .permissions import (
     CanControlInvocation,
     CanStartInvocation,
 )
+from .rewinds import RewindActions
 from .schema import IDEMPOTENCY_KEY, LIST_ERRORS, POST_ERRORS, READ_ERRORS, errors
 from .serializers import (
     AcceptedSerializer,
@@ -276,6 +277,7 @@ ANSWERING_ACTIONS = {"decisions", "challenge", "claim"}
 class InterruptViewSet(
     ApiViewMixin,
     ObjectLookupMixin,
+    RewindActions,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,

@@ -11,6 +11,9 @@ INTERRUPT_REMINDED = "interrupt.reminded"
 INTERRUPT_EXPIRED = "interrupt.expired"
 INVOCATION_CANCELLED = "invocation.cancelled"
 INVOCATION_RETRIED = "invocation.retried"
+ANSWER_REWOUND = "answer.rewound"
+INTERRUPT_SUPERSEDED = "interrupt.superseded"
+INTERRUPT_REOPENED = "interrupt.reopened"
 GRANT_CREATED = "grant.created"
 GRANT_USED = "grant.used"
 GRANT_REVOKED = "grant.revoked"
@@ -29,6 +32,9 @@ ACTIONS = (
     INTERRUPT_EXPIRED,
     INVOCATION_CANCELLED,
     INVOCATION_RETRIED,
+    ANSWER_REWOUND,
+    INTERRUPT_SUPERSEDED,
+    INTERRUPT_REOPENED,
     GRANT_CREATED,
     GRANT_USED,
     GRANT_REVOKED,

@@ -27,12 +27,23 @@ ROW_ACTIONS = (
     actions.INVOCATION_RETRIED,
     actions.DECISION_RECORDED,
     actions.ANSWER_ACCEPTED,
+    actions.ANSWER_REWOUND,
+    actions.INTERRUPT_REOPENED,
+    actions.INTERRUPT_SUPERSEDED,
     actions.INTERRUPT_EXPIRED,
     actions.GRANT_CREATED,
     actions.GRANT_USED,
     actions.GRANT_REVOKED,
     actions.DELEGATION_CREATED,
     actions.DELEGATION_ENDED,
+)
+# The entries that set a question's answer, latest first: accepted, changed (DESIGN 3.8),
+# reopened for a new round, superseded.
+ANSWERING = (
+    actions.ANSWER_ACCEPTED,
+    actions.ANSWER_REWOUND,
+    actions.INTERRUPT_REOPENED,
+    actions.INTERRUPT_SUPERSEDED,
 )
 ENTRY_COLUMNS = ("id", "invocation_id", "interrupt_id", "action", "actor_id", "on_behalf_of_id")
 
@@ -88,7 +99,7 @@ class _Recorded:
         if action == actions.DECISION_RECORDED:
             if data.get("decision") is not None:  # (services.decide always names it)
                 self.decisions[data["decision"]] = entry
-        elif action == actions.ANSWER_ACCEPTED:
+        elif action in ANSWERING:  # the last of them says what the question shows
             self.answers[str(entry.interrupt_id)] = entry
         elif action == actions.INTERRUPT_EXPIRED:
             self.expiries[str(entry.interrupt_id)] = entry
@@ -150,11 +161,19 @@ def _decisions(recorded: _Recorded, rows: Iterable[Decision]) -> Iterator[RowPro
 
 
 def _expected_answer(
-    recorded: _Recorded, interrupt_id: str
+    recorded: _Recorded, interrupt: Interrupt
 ) -> tuple[str, Any, Any, AuditEntry | None]:
     """The status, answer and answerer the entries give a question."""
+    interrupt_id = interrupt.pk
     if entry := recorded.answers.get(interrupt_id):
-        return InterruptStatus.RESOLVED, entry.data.get("response"), entry.actor_id, entry
+        data = entry.data
+        if entry.action == actions.INTERRUPT_REOPENED:
+            return InterruptStatus.PENDING, data.get("answer"), None, entry
+        if entry.action == actions.INTERRUPT_SUPERSEDED:
+            if interrupt.round > data.get("round", 1):  # asked again since: a new question
+                return InterruptStatus.PENDING, None, None, None
+            return InterruptStatus.SUPERSEDED, data.get("response"), data.get("answerer"), entry
+        return InterruptStatus.RESOLVED, data.get("response"), entry.actor_id, entry
     if entry := recorded.expiries.get(interrupt_id):
         return InterruptStatus.EXPIRED, entry.data.get("response"), None, entry
     if entry := recorded.cancellations.get(interrupt_id):
@@ -165,7 +184,7 @@ def _expected_answer(
 def _interrupts(recorded: _Recorded, rows: Iterable[Interrupt]) -> Iterator[RowProblem]:
     for interrupt in rows:
         name = f"question {interrupt.pk!r}"
-        status, answer, answerer, entry = _expected_answer(recorded, interrupt.pk)
+        status, answer, answerer, entry = _expected_answer(recorded, interrupt)
         if interrupt.status != status:
             why = (
                 f"entry {entry.id} ({entry.action})"
@@ -301,7 +320,7 @@ def check_rows(invocation: str | None = None) -> list[RowProblem]:
     decisions, questions and itself; grants and delegations are checked in the full run)."""
     entries = AuditEntry.objects.filter(action__in=ROW_ACTIONS).order_by("id")
     decisions = Decision.objects.order_by("id")
-    interrupts = Interrupt.objects.only("id", "status", "response", "resolved_by_id")
+    interrupts = Interrupt.objects.only("id", "status", "response", "resolved_by_id", "round")
     invocations = Invocation.objects.only(
         "id", "status", "workflow_name", "workflow_version", "input", "audit_head"
     )

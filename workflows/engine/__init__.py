@@ -15,6 +15,7 @@ from .events import DefaultResponse, Event, FunctionCall, FunctionResponse, Requ
 from .gates import approval_gate
 from .node_runner import NodeRunner
 from .nodes import START, BaseNode, FunctionNode, JoinNode, RetryConfig, node
+from .rewind import RewindPlan
 from .runner import InvocationResult, Runner
 from .state import EffectRecord, GrantRecord, GrantUse, NodeRunState
 from .status import EffectStatus, GrantScope, InterruptStatus, NodeStatus
@@ -50,6 +51,7 @@ __all__ = [
     "RequestInput",
     "ResponseValidationError",
     "RetryConfig",
+    "RewindPlan",
     "Runner",
     "Store",
     "UnknownInterruptError",

@@ -91,6 +91,9 @@ class Execution:
         self.effects: dict[str, dict[str, EffectRecord]] = {}
         # Grant uses a store refused (the grant was no longer live): their gates ask.
         self.refused_grant_uses: list[GrantUse] = []
+        # Superseded questions asked again by this pass: {id: the round they open}.
+        self.asked_again: dict[str, int] = {}
+        self.any_superseded = False  # a rewind left superseded runs (see dynamic_run_id)
         for path, state in (node_runs or {}).items():
             self._index(path, state)
         self.node_runs.update(node_runs or {})
@@ -101,6 +104,8 @@ class Execution:
     def _index(self, path: str, state: NodeRunState) -> None:
         """Index a node run new to this execution (a path's run_id never changes)."""
         self.children[state.parent_path].append(path)
+        if state.status == NodeStatus.SUPERSEDED:
+            self.any_superseded = True
         key = (state.parent_path, state.name)
         if state.run_id > self._max_run_id.get(key, 0):
             self._max_run_id[key] = state.run_id
@@ -109,6 +114,21 @@ class Execution:
         run_id = self._max_run_id.get((parent_path, name), 0) + 1
         self._max_run_id[(parent_path, name)] = run_id
         return run_id
+
+    def dynamic_run_id(self, parent_path: str, name: str, call: int) -> int:
+        """The run_id of call number `call` of `name` by the dynamic parent at
+        `parent_path`: its call-th run not superseded, or a fresh one."""
+        if not self.any_superseded:
+            return call
+        kept = sorted(
+            state.run_id
+            for path in self.children.get(parent_path, ())
+            if (state := self.node_runs[path]).name == name
+            and state.status != NodeStatus.SUPERSEDED
+        )
+        if call <= len(kept):
+            return kept[call - 1]
+        return self.next_run_id(parent_path, name)
 
     def save(self, path: str, state: NodeRunState) -> None:
         if path not in self.node_runs:
@@ -417,9 +437,11 @@ class Context:
         from .node_runner import run_child
 
         if run_id is None:
-            # Deterministic per execution, so a re-run maps each call to the same child.
-            run_id = self._dynamic_run_ids.get(node.name, 0) + 1
-            self._dynamic_run_ids[node.name] = run_id
+            # Deterministic per execution, so a re-run maps each call to the same child:
+            # the k-th call of a name to the k-th run of it a rewind did not supersede.
+            calls = self._dynamic_run_ids.get(node.name, 0) + 1
+            self._dynamic_run_ids[node.name] = calls
+            run_id = self._execution.dynamic_run_id(self.path, node.name, calls)
         return await run_child(self, node, node_input, run_id)
 
     def __repr__(self) -> str:

@@ -217,6 +217,8 @@ def _begin(
     )
     if record.status == EffectStatus.FAILED:  # its function said it failed: call it again
         return _Step(again, commit=True)
+    if record.status == EffectStatus.REWOUND:  # confirmed by a rewind: done again, new key
+        return _Step(copied(again, result=None, finished_at=None), commit=True)
     # Started and never finished: in doubt.
     if idempotent:
         ctx._execution.keep_effect(again)  # started durably already: no commit before the call

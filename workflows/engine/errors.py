@@ -31,6 +31,47 @@ class InterruptNotPendingError(WorkflowError):
         super().__init__(f"{message}: {detail}" if detail else message)
 
 
+class InterruptSupersededError(InterruptNotPendingError):
+    """The question belonged to a node run a rewind superseded (DESIGN 3.8): no answer or
+    decision to it counts any more, not even a repeat of its old answer."""
+
+    code = "interrupt_superseded"
+
+    def __init__(self, interrupt_id: str):
+        super().__init__(interrupt_id, "superseded", "a rewind took it out of the invocation")
+
+
+class NotRewindableError(WorkflowError):
+    """The answer cannot be changed now. `reason`: cancelled (the invocation), pending
+    (answer it instead), superseded, not_answered (expired without a default: retry asks
+    again), running (another execution holds the invocation: try again), no_lineage (its
+    runs predate the lineage a rewind needs)."""
+
+    code = "not_rewindable"
+
+    def __init__(self, interrupt_id: str, reason: str, detail: str = ""):
+        self.interrupt_id = interrupt_id
+        self.reason = reason
+        message = f"the answer to interrupt {interrupt_id!r} cannot be changed: {reason}"
+        super().__init__(f"{message} ({detail})" if detail else message)
+
+
+class EffectsWouldRepeatError(WorkflowError):
+    """A rewind would make effects happen again (DESIGN 3.8): `effects` lists them,
+    `[{path, name, started_at, finished_at, in_doubt}]`; confirm them to go on."""
+
+    code = "effects_would_repeat"
+
+    def __init__(self, interrupt_id: str, effects: list[dict[str, Any]]):
+        self.interrupt_id = interrupt_id
+        self.effects = effects
+        names = ", ".join(f"{e['name']} of {e['path']}" for e in effects)
+        super().__init__(
+            f"changing the answer to interrupt {interrupt_id!r} would repeat {names}: "
+            "confirm them (confirm_effects) to go on"
+        )
+
+
 class ResponseValidationError(WorkflowError, ValueError):
     """An answer does not match its interrupt's response_schema (or is malformed)."""
 

@@ -234,6 +234,10 @@ class Event:
     run_id: int | None = None
     status: NodeStatus | None = None
     timestamp: float = field(default_factory=time.time)
+    # A user event that changed an answer already given (DESIGN 3.8), and the position
+    # among the invocation's events of the user event whose answer it replaces.
+    rewound: bool = False
+    replaces: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -85,6 +85,7 @@ class NodeRunner:
         prior = execution.node_runs.get(path)
         self._prior_status = prior.status if prior else None
         attempt = self.attempt or (prior.attempt if prior else 1)
+        lineage = prior.triggered_by if prior else None
         resume_inputs = dict(resume_inputs or {})
         carried_ids = self.prior_interrupt_ids - resume_inputs.keys()
         prior_route = prior.route if prior else None
@@ -123,6 +124,7 @@ class NodeRunner:
                     resume_inputs=resume_inputs,
                     error=detail or error,
                     gate=ctx.gate_outcome,
+                    triggered_by=lineage,
                 ),
             )
 
@@ -318,6 +320,8 @@ class NodeRunner:
             held = execution.interrupts.get(interrupt_id)
             if held is None:
                 unknown.append(interrupt_id)
+            elif held.status == InterruptStatus.SUPERSEDED:
+                unknown.append(interrupt_id)  # its id is free: asked again, a new round
             elif held.path != ctx.path or held.status != InterruptStatus.PENDING:
                 raise DuplicateInterruptError(interrupt_id, f"{held.path}")
             else:
@@ -326,6 +330,9 @@ class NodeRunner:
         if unknown and execution.store is not None:
             existing = await execution.store.load_interrupts(unknown)
             for interrupt_id, held in existing.items():
+                if held.status == InterruptStatus.SUPERSEDED:
+                    execution.asked_again[interrupt_id] = held.round + 1
+                    continue
                 raise DuplicateInterruptError(interrupt_id, f"{held.path} of {held.invocation_id}")
         quorums = [r for r in fresh if r.quorum > 1 and r.assignees]
         check_assignees = getattr(execution.store, "check_assignees", None) if quorums else None
@@ -349,6 +356,7 @@ class NodeRunner:
                     request=request,
                     deadline=now + request.timeout if request.timeout else None,
                     asked_at=now,
+                    round=execution.asked_again.get(_taken_id(request), 1),
                 )
                 execution.interrupts[record.id] = record
                 execution.batch.new_interrupts.append(record)

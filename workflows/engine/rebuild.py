@@ -19,6 +19,7 @@ COMPARED_STATUSES = {
     NodeStatus.COMPLETED,
     NodeStatus.FAILED,
     NodeStatus.CANCELLED,
+    NodeStatus.SUPERSEDED,
 }
 
 
@@ -37,12 +38,25 @@ def rebuild_node_runs(
     errors: dict[str, int] = defaultdict(int)
     # The last outcome of each node run: its status, output and route.
     outcome: dict[str, tuple[NodeStatus, Any, str | None]] = {}
-    for event in events:
+    # Where each path raised its ids: a rewound answer takes back what its node run asked
+    # after the answer it replaces (DESIGN 3.8).
+    raised_at: dict[str, list[tuple[int, list[str]]]] = defaultdict(list)
+    for index, event in enumerate(events):
         answered.update(r.id for r in event.function_responses)
+        if event.rewound and event.replaces is not None:
+            rewound = {r.id for r in event.function_responses}
+            for at, asked in raised_at[event.path]:
+                if at > event.replaces:
+                    answered -= set(asked) - rewound
         if not event.path or event.function_responses:
             continue
         raised[event.path].update(event.long_running_tool_ids)
+        raised_at[event.path].append((index, list(event.long_running_tool_ids)))
         errors[event.path] += bool(event.error)
+        if event.status == NodeStatus.SUPERSEDED:
+            # A rewind took the run out: its answers no longer count (a run raising one
+            # of its ids again asks anew).
+            answered -= raised[event.path]
         if event.status is not None:
             outcome[event.path] = (event.status, event.output, event.route)
     answered -= set(unapplied)
@@ -100,9 +114,10 @@ def checkpoint_differences(
         fields: dict[str, tuple[Any, Any]] = {
             "status": (state.status, other.status),
             "run_id": (state.run_id, other.run_id),
-            "interrupt_ids": (set(state.interrupt_ids), other.interrupt_ids),
-            "attempt": (state.attempt, other.attempt),
         }
+        if state.status != NodeStatus.SUPERSEDED:  # a superseded run's attempts: history
+            fields["interrupt_ids"] = (set(state.interrupt_ids), other.interrupt_ids)
+            fields["attempt"] = (state.attempt, other.attempt)
         if other.output is not None or other.route is not None:
             fields["output"] = (state.output, other.output)
             fields["route"] = (state.route, other.route)

@@ -20,10 +20,25 @@ from .errors import (
 )
 from .events import Event, FunctionResponse, RequestInput
 from .node_runner import ChildFailedError
-from .state import Checkpoint, InvocationRecord, NodeRunState, WriteBatch, copied
+from .rewind import Confirmation, RewindPlan, check_rewindable, compute_rewind, plan_rewind
+from .state import (
+    Checkpoint,
+    InterruptRecord,
+    InvocationRecord,
+    NodeRunState,
+    RewindReads,
+    WriteBatch,
+    copied,
+)
 from .status import InterruptStatus, NodeStatus
 from .store import LEASE_TTL, InMemoryStore, Store
-from .transitions import accept_responses, cancel_batch, checked_input, retry_batch
+from .transitions import (
+    accept_responses,
+    cancel_batch,
+    checked_answer,
+    checked_input,
+    retry_batch,
+)
 from .workflow import Workflow
 
 
@@ -103,6 +118,67 @@ class Runner:
         """Re-drive a FAILED invocation: failed nodes re-run, completed ones do not."""
         await self.store.commit(retry_batch(await self._checkpoint(invocation_id)))
         return await self.drive(invocation_id)
+
+    async def plan_rewind(self, interrupt_id: str) -> RewindPlan:
+        """What `rewind(interrupt_id, ...)` would reopen, supersede and repeat (DESIGN
+        3.8): a pure read; refused with the errors `rewind` raises before storing."""
+        record, reads, _ = await self._rewind_reads(interrupt_id, lease=False)
+        record = check_rewindable(interrupt_id, record, reads, workflow_name=self.workflow.name)
+        assert reads is not None
+        return plan_rewind(self.workflow, reads, record)
+
+    async def rewind(
+        self,
+        interrupt_id: str,
+        response: Any,
+        *,
+        actor: str | None = None,
+        confirm_effects: Confirmation = False,
+    ) -> InvocationResult:
+        """Change the answer to `interrupt_id` (DESIGN 3.8): store the rewind in one write
+        under the invocation's lease, then drive; only what depended on the old answer
+        runs again. Refusals (NotRewindableError, EffectsWouldRepeatError, ...) store
+        nothing; an answer equal to the current one changes nothing."""
+        record, reads, owner = await self._rewind_reads(interrupt_id, lease=True)
+        try:
+            record = check_rewindable(interrupt_id, record, reads, workflow_name=self.workflow.name)
+            assert reads is not None
+            value = checked_answer(
+                interrupt_id, response, self.max_value_bytes, self.max_value_depth
+            )
+            rewind = compute_rewind(
+                self.workflow,
+                reads,
+                record,
+                value,
+                actor=actor,
+                now=datetime.now(UTC),
+                confirm_effects=confirm_effects,
+            )
+            if rewind.batch is not None:
+                await self.store.commit(rewind.batch)
+        finally:
+            if record is not None and reads is not None:
+                await self.store.release_lease(record.invocation_id, owner)
+        if rewind.batch is None:
+            return await self.result(record.invocation_id)
+        return await self.drive(record.invocation_id)
+
+    async def _rewind_reads(
+        self, interrupt_id: str, *, lease: bool
+    ) -> tuple[InterruptRecord | None, RewindReads | None, str]:
+        """The question and what its rewind reads; with `lease`, under the invocation's
+        execution lease (reads None: another execution holds it)."""
+        owner = os.urandom(16).hex()
+        record = (await self.store.load_interrupts([interrupt_id])).get(interrupt_id)
+        if record is None or record.workflow_name != self.workflow.name:
+            return None, None, owner
+        if lease:
+            taken = await self.store.acquire_lease(record.invocation_id, owner, self.lease_ttl)
+            if taken is None:
+                return record, None, owner
+        reads = await self.store.load_rewind_reads(record.invocation_id, interrupt_id)
+        return record, reads, owner
 
     async def cancel(self, invocation_id: str, *, actor: str | None = None) -> InvocationResult:
         checkpoint = await self._checkpoint(invocation_id)

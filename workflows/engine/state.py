@@ -64,6 +64,14 @@ class NodeRunState:
     # What its approval gate decided (gates.GateOutcome as a dict), kept so that every
     # re-execution of the run reuses it: None until the gate decided (or for no gate).
     gate: dict[str, Any] | None = None
+    # What dispatched it (DESIGN 3.8): the path of the run whose output triggered it, None
+    # when START, a dynamic parent or a parallel worker did; a join run's is
+    # {predecessor name: path}. LINEAGE_UNRECORDED on runs stored before lineage was.
+    triggered_by: str | dict[str, str] | None = None
+
+
+# The lineage of a node run stored before the engine recorded it: a rewind refuses.
+LINEAGE_UNRECORDED = "?"
 
 
 @dataclass(slots=True)
@@ -75,6 +83,8 @@ class InvocationRecord:
     output: Any = None
     error: str | None = None
     session_id: str | None = None
+    # An answer of it was changed (DESIGN 3.8): its next finish is a rewound outcome.
+    rewound: bool = False
 
 
 @dataclass(slots=True)
@@ -98,6 +108,8 @@ class InterruptRecord:
     deadline: datetime | None = None
     # When the question was asked: its due date and escalation steps count from here.
     asked_at: datetime | None = None
+    # 1, plus one each time it is asked again under the same id (DESIGN 3.8).
+    round: int = 1
 
     @property
     def holds_answer(self) -> bool:
@@ -215,6 +227,12 @@ class WriteBatch:
     # Grants to create (a grant whose id exists already is left as it is).
     new_grants: list[GrantRecord] = field(default_factory=list)
     grant_uses: list[GrantUse] = field(default_factory=list)
+    # Interrupt rows a rewind rewrites whole (re-answered, superseded, reopened), by id.
+    interrupt_updates: list[InterruptRecord] = field(default_factory=list)
+    # Grants made by the answers to these interrupts are revoked (a rewound approval).
+    revoke_grants_of: set[str] = field(default_factory=set)
+    # A rewind reopens the invocation: the store clears its finish and any stale lease.
+    reopens: bool = False
 
     def __bool__(self) -> bool:
         return bool(
@@ -229,6 +247,8 @@ class WriteBatch:
             or self.effects
             or self.new_grants
             or self.grant_uses
+            or self.interrupt_updates
+            or self.revoke_grants_of
         )
 
     def put_back(self, taken: WriteBatch) -> None:
@@ -244,4 +264,19 @@ class WriteBatch:
         self.effects[:0] = taken.effects
         self.new_grants[:0] = taken.new_grants
         self.grant_uses[:0] = taken.grant_uses
+        self.interrupt_updates[:0] = taken.interrupt_updates
+        self.revoke_grants_of |= taken.revoke_grants_of
+        self.reopens = self.reopens or taken.reopens
         self.release_lease = self.release_lease or taken.release_lease
+
+
+@dataclass(slots=True)
+class RewindReads:
+    """What a rewind reads of one invocation (DESIGN 3.8): the checkpoint with every node
+    run loaded, every question of the invocation whatever its status, every effect record,
+    and the position among its events of the user event holding the current answer."""
+
+    checkpoint: Checkpoint
+    questions: dict[str, InterruptRecord]
+    effects: list[EffectRecord]
+    answer_position: int | None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .errors import (
     DuplicateInterruptError,
     GrantUnavailableError,
     InterruptNotPendingError,
+    InterruptSupersededError,
     InvocationCancelledError,
     InvocationFinishedError,
     InvocationNotFoundError,
@@ -27,6 +28,7 @@ from .state import (
     InterruptRecord,
     InvocationRecord,
     NodeRunState,
+    RewindReads,
     WriteBatch,
     copied,
 )
@@ -82,6 +84,11 @@ class Store(Protocol):
 
     async def load_effects(self, invocation_id: str, path: str) -> dict[str, EffectRecord]:
         """{name: record} of the effects of the node run at `path`."""
+
+    async def load_rewind_reads(self, invocation_id: str, interrupt_id: str) -> RewindReads:
+        """What a rewind of `interrupt_id` reads (RewindReads): the checkpoint with every
+        node run loaded, every question and effect record of the invocation, and the
+        position among its events of the last user event answering `interrupt_id`."""
 
 
 class OptionalStoreCapabilities(Protocol):
@@ -161,12 +168,14 @@ def check_batch(
         raise InvocationFinishedError(f"invocation {batch.invocation_id} is {invocation.status}")
     for resolution in batch.resolutions:
         current = interrupts.get(resolution.interrupt_id)
+        if current is not None and current.status == InterruptStatus.SUPERSEDED:
+            raise InterruptSupersededError(resolution.interrupt_id)
         if current is None or current.status != InterruptStatus.PENDING:
             status = current.status if current else "missing"
             raise InterruptNotPendingError(resolution.interrupt_id, status)
     for record in batch.new_interrupts:
-        if record.id in interrupts:
-            held = interrupts[record.id]
+        held = interrupts.get(record.id)
+        if held is not None and held.status != InterruptStatus.SUPERSEDED:
             raise DuplicateInterruptError(record.id, f"{held.path} of {held.invocation_id}")
 
 
@@ -238,6 +247,12 @@ class InMemoryStore:
         for record in batch.new_interrupts:
             self.interrupts[record.id] = copied(record)
             self._open_interrupts[invocation_id].add(record.id)
+        for record in batch.interrupt_updates:
+            self.interrupts[record.id] = copied(record)
+            if record.status == InterruptStatus.PENDING or record.holds_answer:
+                self._open_interrupts[invocation_id].add(record.id)
+            else:
+                self._open_interrupts[invocation_id].discard(record.id)
         for resolution in batch.resolutions:
             record = self.interrupts[resolution.interrupt_id]
             record.status = resolution.status
@@ -265,6 +280,9 @@ class InMemoryStore:
             self.effects[effect.invocation_id, effect.path, effect.name] = copied(effect)
         for grant in batch.new_grants:
             self.grants.setdefault(grant.id, copied(grant))
+        for grant in self.grants.values():
+            if grant.interrupt_id in batch.revoke_grants_of and grant.revoked_at is None:
+                grant.revoked_at = datetime.now(UTC)
         for use in batch.grant_uses:
             grant = self.grants[use.grant_id]
             if grant.uses_left is not None:
@@ -338,3 +356,21 @@ class InMemoryStore:
             for (invocation, at_path, name), effect in self.effects.items()
             if invocation == invocation_id and at_path == path
         }
+
+    async def load_rewind_reads(self, invocation_id: str, interrupt_id: str) -> RewindReads:
+        invocation = self.invocations[invocation_id]
+        runs = self.node_runs[invocation_id]
+        position = None
+        for index, event in enumerate(self.events[invocation_id]):
+            if any(r.id == interrupt_id for r in event.function_responses):
+                position = index
+        return RewindReads(
+            checkpoint=self._checkpoint(
+                invocation, {path: copy_node_run(s) for path, s in runs.items()}
+            ),
+            questions={
+                i: copied(r) for i, r in self.interrupts.items() if r.invocation_id == invocation_id
+            },
+            effects=[copied(e) for (at, _, _), e in self.effects.items() if at == invocation_id],
+            answer_position=position,
+        )

@@ -14,6 +14,7 @@ from typing import Any
 from .errors import (
     InputValidationError,
     InterruptNotPendingError,
+    InterruptSupersededError,
     InvocationStateError,
     MultipleInvocationsError,
     PayloadTooLargeError,
@@ -114,6 +115,8 @@ def accept_responses(
                 raise InterruptNotPendingError(
                     interrupt_id, record.status, "it was already answered differently"
                 )
+        elif record.status == InterruptStatus.SUPERSEDED:
+            raise InterruptSupersededError(interrupt_id)
         else:
             raise InterruptNotPendingError(interrupt_id, record.status)
 

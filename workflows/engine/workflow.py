@@ -155,7 +155,7 @@ class _Scheduler:
             self._reenter(list(existing))
         else:
             for target in self.workflow.successors(START, None):
-                self._dispatch(target, node_input, START)
+                self._dispatch(target, node_input, START, None)
         try:
             while self.starting or self.tasks:
                 if len(self.starting) == 1 and not self.tasks:
@@ -204,7 +204,7 @@ class _Scheduler:
                     f"workflow {self.workflow.name!r} no longer has a node {state.name!r} "
                     f"(stored run {path})"
                 )
-            if state.status == NodeStatus.COMPLETED:
+            if state.status in (NodeStatus.COMPLETED, NodeStatus.SUPERSEDED):
                 continue
             if isinstance(node, JoinNode) and state.status == NodeStatus.PENDING:
                 self._collect(node, path, state)
@@ -232,27 +232,38 @@ class _Scheduler:
             own = self.execution.node_runs[self.ctx.path]
             self.execution.save(self.ctx.path, copied(own, output=child.output))
         for target in self.workflow.successors(node.name, child.route):
-            self._dispatch(target, child.output, node.name)
+            self._dispatch(target, child.output, node.name, child.path)
 
-    def _dispatch(self, target: BaseNode, value: Any, source: str) -> None:
-        """A fresh trigger: a new run_id, saved PENDING in the same batch as its cause."""
+    def _dispatch(self, target: BaseNode, value: Any, source: str, cause: str | None) -> None:
+        """A fresh trigger: a new run_id, saved PENDING in the same batch as its cause
+        (the path of the run whose output triggered it: its lineage, DESIGN 3.8)."""
         if isinstance(target, JoinNode):
             path = self.open_joins.get(target.name)
             state = self.execution.node_runs[path] if path else None
             if state is None or source in state.input:
-                state = self._new_child(target, {})
+                state = self._new_child(target, {}, {})
             path = child_path(self.ctx.path, target.name, state.run_id)
-            state = replace(state, input={**state.input, source: value})
+            lineage = dict(state.triggered_by) if isinstance(state.triggered_by, dict) else {}
+            if cause is not None:
+                lineage[source] = cause
+            state = replace(state, input={**state.input, source: value}, triggered_by=lineage)
             self.execution.save(path, state)
             self._collect(target, path, state)
             return
-        state = self._new_child(target, value)
+        state = self._new_child(target, value, cause)
         self._start(target, value, state.run_id)
 
-    def _new_child(self, node: BaseNode, value: Any) -> NodeRunState:
+    def _new_child(
+        self, node: BaseNode, value: Any, cause: str | dict[str, str] | None
+    ) -> NodeRunState:
         run_id = self.execution.next_run_id(self.ctx.path, node.name)
         state = NodeRunState(
-            NodeStatus.PENDING, run_id, name=node.name, parent_path=self.ctx.path, input=value
+            NodeStatus.PENDING,
+            run_id,
+            name=node.name,
+            parent_path=self.ctx.path,
+            input=value,
+            triggered_by=cause,
         )
         self.execution.save(child_path(self.ctx.path, node.name, run_id), state)
         return state

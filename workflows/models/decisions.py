@@ -18,12 +18,16 @@ class Decision(models.Model):
     )
     response = models.JSONField()
     comment = models.TextField(blank=True)
+    # The question's round it was given in: an earlier round's decisions are history.
+    round = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["interrupt", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["interrupt", "actor"], name="hitl_decision_once")
+            models.UniqueConstraint(
+                fields=["interrupt", "round", "actor"], name="hitl_decision_once_a_round"
+            )
         ]
 
     def __str__(self) -> str:

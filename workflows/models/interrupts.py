@@ -47,6 +47,8 @@ class Interrupt(models.Model):
     status = models.CharField(
         max_length=16, choices=INTERRUPT_STATUS_CHOICES, default=InterruptStatus.PENDING
     )
+    # 1, plus one each time it is asked again under the same id (DESIGN 3.8).
+    round = models.PositiveIntegerField(default=1)
     deadline = models.DateTimeField(null=True, blank=True)
     timeout_seconds = models.FloatField(null=True, blank=True)
     on_timeout = models.JSONField(null=True, blank=True, help_text="null: fail on timeout")
@@ -87,6 +89,7 @@ class Interrupt(models.Model):
         permissions = [
             ("answer_interrupt", "Can answer interrupts"),
             ("reassign_interrupt", "Can reassign any interrupt"),
+            ("rewind_interrupt", "Can change answers already given"),
         ]
         indexes = [
             models.Index(fields=["status", "-created_at"], name="hitl_interrupt_inbox"),

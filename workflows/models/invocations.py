@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .interrupts import Interrupt
 
 STATUS_CHOICES = [(s.value, s.value.title()) for s in NodeStatus]
+# An invocation is never SUPERSEDED: only node runs are (DESIGN 3.5).
+INVOCATION_STATUS_CHOICES = [c for c in STATUS_CHOICES if c[0] != NodeStatus.SUPERSEDED]
 
 
 class Session(models.Model):
@@ -39,10 +41,14 @@ class Invocation(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="invocations")
     workflow_name = models.CharField(max_length=200)
     workflow_version = models.CharField(max_length=64)
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=NodeStatus.PENDING)
+    status = models.CharField(
+        max_length=16, choices=INVOCATION_STATUS_CHOICES, default=NodeStatus.PENDING
+    )
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # An answer was changed (DESIGN 3.8): its next outcome is a rewound one.
+    rewound = models.BooleanField(default=False)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -109,6 +115,10 @@ class NodeRun(models.Model):
     # What its approval gate decided, once per run: approved, edited, rejected or passed
     # on a grant, and by whom (a re-execution reuses it).
     gate = models.JSONField(null=True, blank=True)
+    # What dispatched it (DESIGN 3.8): the path of the run whose output triggered it, null
+    # for START, a dynamic parent or a parallel worker, {predecessor: path} for a join;
+    # "?" on runs stored before the lineage was (a rewind refuses those).
+    triggered_by = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -139,6 +149,10 @@ class SessionEvent(models.Model):
     long_running_tool_ids = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     timestamp = models.FloatField()
+    # A changed answer (DESIGN 3.8) and the position, among the invocation's events, of
+    # the user event whose answer it replaces.
+    rewound = models.BooleanField(default=False)
+    replaces = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-NOTIFY_EVENTS = ("opened", "reminded", "escalated", "delegated", "decided")
+NOTIFY_EVENTS = ("opened", "reminded", "escalated", "delegated", "decided", "superseded")
 
 
 class NotificationAttempt(models.Model):

@@ -8,6 +8,7 @@ the admin, the API, the e-mail links and the services.
   Both honour active delegations (DESIGN 4.3): while one is active its delegate may answer
   what its delegator may, for questions assigned to the delegator, in its workflows.
 - Cancelling and retrying an invocation: `InvocationControlPolicy`.
+- Changing an answer already given: `rewind_refusal` (DESIGN 3.8).
 - Delegating (out of office) and ending a delegation: `DelegationPolicy`.
 
 Everything asks `user.has_perm("workflows.answer_interrupt", interrupt)` (or
@@ -19,7 +20,8 @@ therefore calls the answer policy itself, so assignees and four-eyes bind superu
 Only `actor=None` is the system; every user object, the anonymous one included, is a
 person, and an anonymous or inactive person may do nothing (`person_refusal`).
 
-One module per concept (`persons`, `answers`, `invocations`, `grants`, `delegations`);
+One module per concept (`persons`, `answers`, `invocations`, `grants`, `delegations`,
+`rewinds`);
 callers import from `workflows.policy` only.
 """
 
@@ -66,6 +68,7 @@ from .invocations import (
     visible_invocations,
 )
 from .persons import person_refusal, require_person
+from .rewinds import REWIND_PERMISSION, require_rewinder, rewind_refusal
 
 __all__ = [
     "ADD_DELEGATION_PERMISSION",
@@ -76,6 +79,7 @@ __all__ = [
     "CHANGE_GRANT_PERMISSION",
     "REASSIGN_PERMISSION",
     "RETRY_PERMISSION",
+    "REWIND_PERMISSION",
     "START_PERMISSION",
     "VIEW_ALL_PERMISSION",
     "VIEW_DELEGATION_PERMISSION",
@@ -100,6 +104,8 @@ __all__ = [
     "require_control",
     "require_granter",
     "require_person",
+    "require_rewinder",
+    "rewind_refusal",
     "unreachable_quorum",
     "visible_grants",
     "visible_invocations",

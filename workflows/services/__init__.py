@@ -15,6 +15,7 @@ from .delegations import announce_delegations, delegate, end_delegation
 from .grants import create_grant, revoke_grant
 from .invocations import cancel, retry, start, submit_function_responses
 from .passkeys import PasskeyError, SignatureRefused, issue_challenge, register, remove
+from .rewinds import plan_rewind, reopen, rewind
 from .sweeps import escalate_interrupts, expire_overdue_interrupts, recover_stalled
 
 __all__ = [
@@ -36,12 +37,15 @@ __all__ = [
     "issue_challenge",
     "open_session",
     "passkeys",
+    "plan_rewind",
     "reassign",
     "recover_stalled",
     "register",
     "release",
     "remove",
+    "reopen",
     "retry",
+    "rewind",
     "revoke_grant",
     "signing_challenge",
     "start",

@@ -12,7 +12,12 @@ from django.utils import timezone
 
 from ..arguments import checked_assignees, checked_interrupt_id
 from ..audit import actions, trail
-from ..engine.errors import AlreadyClaimedError, InterruptNotPendingError, UnknownInterruptError
+from ..engine.errors import (
+    AlreadyClaimedError,
+    InterruptNotPendingError,
+    InterruptSupersededError,
+    UnknownInterruptError,
+)
 from ..engine.status import InterruptStatus
 from ..models import Interrupt
 from ..policy import REASSIGN_PERMISSION, reassign_refusal, require_answerer, require_person
@@ -43,6 +48,8 @@ def locked_interrupt(interrupt_id: str) -> Interrupt:
 
 
 def require_pending(interrupt: Interrupt) -> None:
+    if interrupt.status == InterruptStatus.SUPERSEDED:
+        raise InterruptSupersededError(interrupt.pk)
     if interrupt.status != InterruptStatus.PENDING:
         raise InterruptNotPendingError(interrupt.pk, interrupt.status)
 

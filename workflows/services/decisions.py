@@ -23,6 +23,7 @@ from .answer_check import check_answer, checked_vote
 from .answers import store_answers
 from .claims import locked_interrupt, require_pending
 from .grants import edit_of
+from .rewinds import apply_rewind, is_reopened
 
 
 def _node_name(interrupt: Interrupt) -> str:
@@ -90,7 +91,8 @@ def decide(
     require_person(actor)
     value, comment = checked_decision(interrupt_id, response, comment)
     interrupt = locked_interrupt(interrupt_id)
-    decisions = list(interrupt.decisions.select_related("actor"))
+    # This round's (DESIGN 3.8): a reopened question's earlier decisions are history.
+    decisions = list(interrupt.decisions.filter(round=interrupt.round).select_related("actor"))
     admitted = check_answer(
         interrupt,
         actor,
@@ -107,6 +109,7 @@ def decide(
         on_behalf_of=admitted.on_behalf_of,
         response=value,
         comment=comment,
+        round=interrupt.round,
     )
     data = {"decision": decision.pk, "response": value, "comment": comment}
     edited = edit_of(interrupt, value)
@@ -122,7 +125,13 @@ def decide(
     )
     decisions.append(decision)
     answer = _quorum_answer(interrupt, decisions)
-    if answer is not None:
+    if answer is not None and is_reopened(interrupt):
+        # A new round settled: its answer replaces the earlier round's (DESIGN 3.8).
+        apply_rewind(
+            interrupt.pk, answer, actor, by_decisions=True, on_behalf_of=decision.on_behalf_of
+        )
+        interrupt.refresh_from_db()
+    elif answer is not None:
         # The decider passed the rule above; a quorum's answer is this service's to give.
         db = store()
         answered = [FunctionResponse(interrupt.pk, _node_name(interrupt), answer)]

@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from .. import signals
 from ..engine.errors import GrantUnavailableError, UnknownGrantError
-from ..engine.state import EffectRecord, GrantRecord, WriteBatch
-from ..engine.status import EffectStatus, GrantScope
-from ..models import Effect, Grant, GrantUse, live_at
+from ..engine.state import EffectRecord, GrantRecord, InterruptRecord, WriteBatch
+from ..engine.status import EffectStatus, GrantScope, InterruptStatus
+from ..models import Effect, Grant, GrantUse, Interrupt, Invocation, live_at
 from .dialect import Dialect
 
 EFFECT_FIELDS = ["key", "status", "result", "error", "attempts", "started_at", "finished_at"]
@@ -125,27 +125,40 @@ def revoke_grant(using: str, grant_id: str, at: datetime) -> GrantRecord:
     return grant_record(row)
 
 
+def effect_record(row: Effect) -> EffectRecord:
+    return EffectRecord(
+        invocation_id=str(row.invocation_id),
+        path=row.path,
+        name=row.name,
+        key=row.key,
+        status=EffectStatus(row.status),
+        result=row.result,
+        error=row.error or None,
+        attempts=row.attempts,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
 def load_effects(using: str, invocation_id: Any, path: str) -> dict[str, EffectRecord]:
     rows = Effect.objects.using(using).filter(invocation_id=invocation_id, path=path)
-    return {
-        row.name: EffectRecord(
-            invocation_id=str(row.invocation_id),
-            path=row.path,
-            name=row.name,
-            key=row.key,
-            status=EffectStatus(row.status),
-            result=row.result,
-            error=row.error or None,
-            attempts=row.attempts,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-        )
-        for row in rows
-    }
+    return {row.name: effect_record(row) for row in rows}
+
+
+def invocation_effects(using: str, invocation_id: Any) -> list[EffectRecord]:
+    rows = Effect.objects.using(using).filter(invocation_id=invocation_id).order_by("id")
+    return [effect_record(row) for row in rows]
 
 
 def has_actions(batch: WriteBatch) -> bool:
-    return bool(batch.effects or batch.new_grants or batch.grant_uses)
+    return bool(
+        batch.effects
+        or batch.new_grants
+        or batch.grant_uses
+        or batch.interrupt_updates
+        or batch.revoke_grants_of
+        or batch.reopens
+    )
 
 
 def apply(batch: WriteBatch, using: str) -> None:
@@ -174,10 +187,51 @@ def apply(batch: WriteBatch, using: str) -> None:
             unique_fields=["invocation", "path", "name"],
             update_fields=EFFECT_FIELDS,
         )
+    if batch.reopens:  # a rewind: finished no longer, and no stale lease writes after it
+        Invocation.objects.using(using).filter(pk=batch.invocation_id).update(
+            rewound=True,
+            finished_at=None,
+            unfinished_deliveries=0,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+    if batch.interrupt_updates:
+        _rewrite_interrupts(batch.interrupt_updates, using)
+    if batch.revoke_grants_of:
+        _revoke_grants_of(batch.revoke_grants_of, using)
     if batch.new_grants:
         _create_grants(batch.new_grants, using)
     if batch.grant_uses:
         _use_grants(batch, using)
+
+
+def _rewrite_interrupts(records: list[InterruptRecord], using: str) -> None:
+    """A rewind's interrupt rows (DESIGN 3.8): re-answered, superseded or reopened. A
+    question that stops being pending stops its claim, escalation and due date too."""
+    for record in records:
+        changes: dict[str, Any] = {
+            "status": str(record.status),
+            "response": record.response,
+            "consumed": record.consumed,
+            "deferred": record.deferred,
+            "resolved_at": record.resolved_at,
+            "round": record.round,
+        }
+        if record.resolved_by is not None:
+            changes["resolved_by_id"] = record.resolved_by
+        if record.status != InterruptStatus.PENDING:
+            changes.update(claimed_by=None, claimed_at=None, next_escalation_at=None)
+        Interrupt.objects.using(using).filter(pk=record.id).update(**changes)
+
+
+def _revoke_grants_of(interrupt_ids: set[str], using: str) -> None:
+    """Revoke the grants the answers to these questions made (a rewound approval)."""
+    live = Grant.objects.using(using).filter(
+        interrupt_id__in=sorted(interrupt_ids), revoked_at__isnull=True
+    )
+    for grant_id, interrupt_id in live.values_list("id", "interrupt_id"):
+        Grant.objects.using(using).filter(pk=grant_id).update(revoked_at=timezone.now())
+        report_grant_action("grant.revoked", grant_id, using, interrupt_id=interrupt_id)
 
 
 def _create_grants(grants: list[GrantRecord], using: str) -> None:

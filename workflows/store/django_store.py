@@ -30,15 +30,22 @@ from .. import signals
 from ..engine.errors import (
     DuplicateInterruptError,
     InterruptNotPendingError,
+    InterruptSupersededError,
     InvocationCancelledError,
     InvocationFinishedError,
     InvocationNotFoundError,
     LeaseLostError,
 )
 from ..engine.events import Event, RequestInput
-from ..engine.state import Checkpoint, InterruptRecord, InvocationRecord, WriteBatch
-from ..engine.status import NodeStatus
-from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
+from ..engine.state import (
+    Checkpoint,
+    InterruptRecord,
+    InvocationRecord,
+    RewindReads,
+    WriteBatch,
+)
+from ..engine.status import InterruptStatus, NodeStatus
+from ..models import OPEN_STATUSES, Interrupt, Invocation, Session, SessionEvent
 from ..principals import unreachable_quorum
 from . import actions
 from . import statements as sql
@@ -55,6 +62,9 @@ from .rows import (
     loads,
 )
 from .threads import KEEP_ALIVE, in_caller_thread, outside_loop
+
+# The authors of the events that answer a question: a person (or system), or a timeout.
+ANSWER_AUTHORS = ("user", "timeout")
 
 # The dialect of each Django backend (`connection.vendor`); any other runs the portable one.
 DIALECTS = {
@@ -149,6 +159,28 @@ class DjangoStore(AgentActions):
         query, params = sql.interrupts(ids)
         rows = self.dialect.select((self.dialect.locking(query) if lock else query, params))
         return {record.id: record for record in map(interrupt_record, rows)}
+
+    def load_rewind_reads_sync(self, invocation_id: str, interrupt_id: str) -> RewindReads:
+        """What a rewind reads (Store.load_rewind_reads): off the step path, so the ORM
+        where it is simpler; the answer's position without reading the other events."""
+        checkpoint = self.load_checkpoint_sync(invocation_id)
+        if checkpoint is None:
+            raise InvocationNotFoundError(invocation_id)
+        pk = self.dialect.pk(invocation_id)
+        questions = map(interrupt_record, self.dialect.select(sql.invocation_interrupts(pk)))
+        events = SessionEvent.objects.using(self.using).filter(invocation_id=invocation_id)
+        answers = events.filter(author__in=ANSWER_AUTHORS).order_by("-id")
+        position = None
+        for event_pk, responses in answers.values_list("id", "function_responses").iterator():
+            if any(r.get("id") == interrupt_id for r in responses or ()):
+                position = events.filter(id__lt=event_pk).count()
+                break
+        return RewindReads(
+            checkpoint=checkpoint,
+            questions={q.id: q for q in questions},
+            effects=actions.invocation_effects(self.using, invocation_id),
+            answer_position=position,
+        )
 
     def load_events_sync(self, invocation_id: str) -> list[Event]:
         rows = self.dialect.select(sql.events(self.dialect.pk(invocation_id)))
@@ -322,6 +354,8 @@ class DjangoStore(AgentActions):
             .values_list("status", flat=True)
             .first()
         )
+        if current == InterruptStatus.SUPERSEDED:
+            raise InterruptSupersededError(interrupt_id)
         raise InterruptNotPendingError(interrupt_id, current or "missing")
 
     # -- lease (single statements: each is its own transaction) --------------------------
@@ -401,6 +435,9 @@ class DjangoStore(AgentActions):
 
     async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
         return await self._call(self.load_interrupts_sync, list(ids))
+
+    async def load_rewind_reads(self, invocation_id: str, interrupt_id: str) -> RewindReads:
+        return await self._call(self.load_rewind_reads_sync, invocation_id, interrupt_id)
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await self._call(self.load_events_sync, invocation_id)

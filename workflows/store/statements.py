@@ -144,6 +144,15 @@ def interrupts(ids: list[str]) -> Statement:
     )
 
 
+def invocation_interrupts(pk: Any) -> Statement:
+    """Every question of the invocation, whatever its status (what a rewind reads)."""
+    return (
+        f"SELECT {INTERRUPT_SELECT} FROM {INTERRUPTS} WHERE invocation_id = %s "
+        "ORDER BY created_at, id",
+        [pk],
+    )
+
+
 def invocations_holding(ids: list[str]) -> Statement:
     """The ids of the invocations that hold these interrupts, in id order."""
     return (
@@ -278,12 +287,19 @@ def mark_deferred(ids: list[str]) -> Statement:
 
 
 def interrupt_insert(columns: list[str], count: int) -> str:
-    """Insert `count` interrupt rows, RETURNING the ids inserted (an id held already is
-    left alone)."""
+    """Insert `count` interrupt rows, RETURNING the ids inserted. An id held already is
+    left alone, unless a rewind superseded it (DESIGN 3.8): that question is asked again,
+    its row reopened as new with the round after its last."""
     rows = value_rows(count, marks(len(columns)))
+    reopened = ", ".join(
+        f"{c} = {INTERRUPTS}.{c} + 1" if c == "round" else f"{c} = excluded.{c}"
+        for c in columns
+        if c != "id"
+    )
     return (
         f"INSERT INTO {INTERRUPTS} ({', '.join(columns)}) VALUES {rows} "
-        "ON CONFLICT (id) DO NOTHING RETURNING id"
+        f"ON CONFLICT (id) DO UPDATE SET {reopened} "
+        f"WHERE {INTERRUPTS}.status = '{InterruptStatus.SUPERSEDED.value}' RETURNING id"
     )
 
 

@@ -43,9 +43,11 @@ LOGIN_GROUPS = {
 # Managers' questions made as if asked earlier (a demo has no past), so that their ladders
 # have steps due: Ada's reminded, Margaret's reminded and then handed to the directors.
 ASKED_EARLIER = {"Ada": timedelta(hours=5), "Margaret": timedelta(hours=25)}
-# What a staff approver needs besides its groups: the inbox and the monitor, read-only.
+# What a staff approver needs besides its groups: the inbox, the monitor (read-only), and
+# changing an answer already given (DESIGN 3.8) where they may answer the question.
 APPROVER_PERMISSIONS = [
     "workflows.answer_interrupt",
+    "workflows.rewind_interrupt",
     "workflows.view_invocation",
     "workflows.view_interrupt",
     "workflows.view_decision",
@@ -59,6 +61,8 @@ EXPENSES = [
     {"employee": "Katherine", "amount": 1800.0, "purpose": "conference abroad"},  # no vote yet
 ]
 REJECTED_EXPENSE = {"employee": "Alan", "amount": 300.0, "purpose": "taxi"}
+# Rejected, then the answer changed (DESIGN 3.8): its monitor shows the history.
+REWOUND_EXPENSE = {"employee": "Barbara", "amount": 260.0, "purpose": "train tickets"}
 POSTS = [
     "Our new office opens on Monday!",
     "BUY CHEAP WATCHES http://spam.example",
@@ -180,6 +184,8 @@ class Command(BaseCommand):
         rejected = services.start("expense_approval", REJECTED_EXPENSE, user=admin)
         self.decide(rejected, "manager_approval", {"approved": False}, admin, "no receipt")
 
+        self.rewound(admin)
+
         moderation = services.start("content_moderation", {"posts": POSTS}, user=admin)
         first_post = moderation.interrupts.order_by("path").first()
         services.decide(first_post.id, {"decision": "publish"}, actor=admin)
@@ -193,6 +199,16 @@ class Command(BaseCommand):
         reason = "at most 70 without a photo of the damage"
         services.decide(refund.id, {"decision": "reject", "reason": reason}, actor=admin)
         self.away(admin)
+
+    def rewound(self, admin: Any) -> None:
+        """An expense rejected for a missing receipt, then the answer changed once the
+        receipt turned up: the rejection's steps stay, greyed, and the reimbursement ran."""
+        expense = services.start("expense_approval", REWOUND_EXPENSE, user=admin)
+        self.decide(expense, "manager_approval", {"approved": False}, admin, "no receipt")
+        question = expense.interrupts.get(path__contains="/manager_approval@")
+        comment = "receipt found in the shared inbox"
+        answer = {"approved": True, "comment": comment}
+        services.rewind(question.id, answer, actor=admin, comment=comment)
 
     @staticmethod
     def away(admin: Any) -> None:

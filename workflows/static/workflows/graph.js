@@ -60,6 +60,7 @@
     const parts = [node.id.split("/").slice(1).join("/"), node.kind];
     if (node.status !== undefined) parts.push(node.status || "not run");
     if (node.runs > 1) parts.push(node.runs + " runs");
+    if (node.superseded) parts.push(node.superseded + " superseded by a changed answer");
     if (node.url) parts.push("click to answer");
     svg("title", {}, parent).textContent = parts.join(" · ");
   }
