@@ -47,7 +47,8 @@ format: venv
 	$(PYTHON) -m ruff format .
 
 # The pictures in docs/img (inbox, decision page, monitor, workflow graph), taken from the
-# demo project on a throwaway database; needs Chromium (CHROMIUM=... if not on the PATH).
+# demo project on a throwaway database, with their size and layout in docs/img/screenshots.json
+# (tests/hitl_site/test_screenshots.py compares a fresh run with it); needs Chromium.
 screenshots: venv
 	$(PYTHON) docs/screenshots.py
 
