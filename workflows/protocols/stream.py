@@ -203,7 +203,7 @@ class StreamReader:
 
 
 def live_messages(
-    batch: Batch, after: Position, user: Any, announced: set[tuple[str, int, int]] | None = None
+    batch: Batch, after: Position, user: Any, announced: set[tuple[str, int, int]]
 ) -> list[str]:
     """The live stream's SSE events for a batch read after `after`; the node runs found
     running that are not in `announced` (this connection's, updated) too."""
@@ -217,7 +217,7 @@ def live_messages(
         changed = Position(event.pk, True)
         if event.status and changed > after:
             sent.append(sse(node_run_data(event), "node_run", changed))
-    for run in batch.running if announced is not None else ():
+    for run in batch.running:
         attempt = (run.path, run.run_id, run.attempt)
         if attempt not in announced:
             announced.add(attempt)
