@@ -24,7 +24,8 @@ demo: venv
 	echo "  MCP: claude mcp add --transport http hitl http://localhost:$(PORT)/mcp/ --header \"Authorization: Bearer $$token\""; \
 	echo "       or the mcp SDK: $(PYTHON) docs/mcp_client.py http://localhost:$(PORT)/mcp/ $$token"; \
 	echo "  A2A: card http://localhost:$(PORT)/.well-known/agent-card.json; JSON-RPC and HTTP+JSON at http://localhost:$(PORT)/a2a/"; \
-	echo "       $(PYTHON) docs/examples/a2a_sdk_client.py --url http://localhost:$(PORT) --token $$token"
+	echo "       $(PYTHON) docs/examples/a2a_sdk_client.py --url http://localhost:$(PORT) --token $$token"; \
+	echo "  AG-UI: an example chat at http://localhost:$(PORT)/chat/ (as admin); POST http://localhost:$(PORT)/api/agui/<workflow>/"
 	@echo "Served under ASGI (uvicorn): live streams hold no thread (docs/deployment.md)"
 	$(PYTHON) manage.py hitl_periodic & periodic=$$!; \
 	trap 'kill $$periodic 2>/dev/null' EXIT; \
@@ -47,7 +48,8 @@ format: venv
 	$(PYTHON) -m ruff format .
 
 # The pictures in docs/img (inbox, decision page, monitor, workflow graph), taken from the
-# demo project on a throwaway database; needs Chromium (CHROMIUM=... if not on the PATH).
+# demo project on a throwaway database, with their size and layout in docs/img/screenshots.json
+# (tests/hitl_site/test_screenshots.py compares a fresh run with it); needs Chromium.
 screenshots: venv
 	$(PYTHON) docs/screenshots.py
 

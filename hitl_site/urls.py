@@ -28,4 +28,8 @@ urlpatterns = [
 
 # The DRF API is optional: mounted only when DRF and the api package are both installed.
 if _module_exists("rest_framework") and _module_exists("workflows.api.urls"):
+    from hitl_site.chat import chat
+
     urlpatterns.append(path("api/", include("workflows.api.urls")))
+    # An agent chat on the API's AG-UI endpoint, as an example (docs/agents.md).
+    urlpatterns.append(path("chat/", chat, name="chat"))

@@ -126,6 +126,7 @@ def staff_pages() -> dict[str, str]:
         "out of office": reverse("admin:workflows_delegation_out_of_office"),
         "audit": reverse("admin:workflows_auditentry_changelist"),
         "passkeys": reverse("admin:approvals_passkey_changelist"),
+        "agent chat": reverse("chat"),
     }
 
 

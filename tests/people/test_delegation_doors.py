@@ -2,7 +2,7 @@
 delegate whom, who may end), clear refusals that change nothing, and the decision page's
 "answering for" banner."""
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -313,3 +313,19 @@ def test_api_a_utc_offset_postgresql_refuses_is_400_naming_the_field(ada, bob, f
     response = api_for(ada).post("/api/delegations/", {**body(), field: moment}, format="json")
     assert error_of(response) == (400, "invalid_request", field)
     assert stored() == before
+
+
+def test_api_reads_a_date_without_an_offset_in_the_site_time_zone(ada, bob, settings):
+    # services.delegate refuses a naive datetime; the API, like every date it takes, reads
+    # the text in TIME_ZONE (docs/people.md, "What is refused").
+    starts_at, ends_at = window()
+    naive = {
+        "starts_at": starts_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
+        "ends_at": ends_at.astimezone(UTC).replace(tzinfo=None).isoformat(),
+    }
+    assert settings.TIME_ZONE == "UTC"
+    response = api_for(ada).post("/api/delegations/", {**body(), **naive}, format="json")
+    assert response.status_code == 201, response.json()
+    stored_delegation = Delegation.objects.get()
+    assert stored_delegation.starts_at == starts_at
+    assert stored_delegation.ends_at == ends_at

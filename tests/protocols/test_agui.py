@@ -19,7 +19,7 @@ from tests.asking import APPROVAL, WORKFLOW
 from tests.factories import ApproverFactory, grant_answer
 from tests.gates.gated import REFUND
 from workflows.engine.status import InterruptStatus, NodeStatus
-from workflows.models import AuditEntry, Decision, Interrupt, Invocation
+from workflows.models import AuditEntry, Decision, Interrupt, Invocation, NodeRun
 
 from .agents import FAILS, PAIR, TOOL
 
@@ -347,3 +347,26 @@ def test_a_tool_call_is_answered_with_the_tools_result():
         resume=[{"interruptId": call["id"], "status": "resolved", "payload": "shipped"}]
     )
     assert sent[-1]["result"] == {"found": "shipped"}
+
+
+def test_a_node_seen_running_starts_its_step_and_no_step_outlives_the_run():
+    amy = person("amy")
+    chat = Chat(amy, WORKFLOW)
+    chat.run(forwardedProps=ask_input())
+    invocation = Invocation.objects.get()
+    question = NodeRun.objects.get(invocation=invocation, path__endswith="/question@1")
+    # What a worker commits when the node starts again (a rerun), seen by a following run.
+    NodeRun.objects.filter(pk=question.pk).update(status=NodeStatus.RUNNING)
+
+    sent = chat.run(runId=str(invocation.pk))
+
+    steps = [(e["type"], e["stepName"]) for e in sent if e["type"].startswith("STEP_")]
+    # Its first run's step (it asked), then this one: started as seen, finished at the end.
+    assert steps.count(("STEP_STARTED", question.path)) == 2
+    assert steps[-2:] == [("STEP_STARTED", question.path), ("STEP_FINISHED", question.path)]
+    active: set[str] = set()  # what AG-UI's verifier checks: a step starts, then finishes
+    for kind, name in steps:
+        assert (name in active) == (kind == "STEP_FINISHED"), (kind, name)
+        (active.discard if kind == "STEP_FINISHED" else active.add)(name)
+    assert active == set()
+    assert [e["type"] for e in sent][-2:] == ["STATE_SNAPSHOT", "RUN_FINISHED"]

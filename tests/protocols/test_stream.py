@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from tests.asking import ask
 from tests.factories import ApproverFactory, UserFactory, grant_answer
 from workflows import services
-from workflows.models import SessionEvent
+from workflows.models import NodeRun, SessionEvent
 from workflows.protocols import stream
 
 from .sse import KEEP_ALIVE, Message, messages, own_capacity, parse
@@ -166,3 +166,67 @@ def test_a_quiet_stream_sends_a_keep_alive_comment():
 
     assert isinstance(seen[-2], Message) and seen[-1] == KEEP_ALIVE
     assert stream.capacity.open == 0
+
+
+def until_keep_alive(items: Iterator[Message | str]) -> list[Message]:
+    """The events up to the next keep-alive comment (a read that found nothing new)."""
+    got = []
+    for item in items:
+        if item == KEEP_ALIVE:
+            return got
+        if isinstance(item, Message):
+            got.append(item)
+    raise AssertionError("the stream ended")
+
+
+@override_settings(HITL={"STREAM_KEEPALIVE_SECONDS": 0.05, "STREAM_POLL_SECONDS": 0.01})
+def test_a_node_run_start_is_sent_once_per_connection_and_again_on_resuming():
+    amy = ApproverFactory(username="amy")
+    waiting = ask(user=amy, assignees=["user:amy"]).invocation
+    child = NodeRun.objects.get(invocation=waiting, status="WAITING", path__contains="/")
+    parent = NodeRun.objects.get(invocation=waiting, path=child.parent_path)
+    # What a worker commits when a node starts (a rerun of the question, then its parent).
+    NodeRun.objects.filter(pk=child.pk).update(status="RUNNING", attempt=2)
+    response = client(amy).get(url(waiting.pk))
+    items = parse(chunks(response))
+
+    first = until_keep_alive(items)
+    starts = [m for m in first if m.data.get("status") == "RUNNING"]
+    assert [(m.event, m.id, m.data["path"], m.data["attempt"]) for m in starts] == [
+        ("node_run", None, child.path, 2)
+    ]
+    assert first[-1] is starts[0]  # after the session events that led to it
+    NodeRun.objects.filter(pk=parent.pk).update(status="RUNNING")
+    later = until_keep_alive(items) + until_keep_alive(items)
+    response.close()
+    assert [(m.event, m.data["path"]) for m in later] == [("node_run", parent.path)]
+
+    last = [m.id for m in first if m.id][-1]
+    resumed = client(amy).get(url(waiting.pk), HTTP_LAST_EVENT_ID=last)
+    again = until_keep_alive(parse(chunks(resumed)))
+    resumed.close()
+    assert sorted((m.id, m.data["path"], m.data["status"]) for m in again) == [
+        (None, parent.path, "RUNNING"),
+        (None, child.path, "RUNNING"),
+    ]
+    assert stream.capacity.open == 0
+
+
+def test_a_node_run_start_wakes_the_invocation_channel_on_postgresql():
+    # A start committed alone (checkpoint_before_run) writes no session event: migration
+    # 0019 sends the stream's NOTIFY for it, once it commits.
+    import psycopg
+
+    from tests.integration.worker import require_postgres
+    from workflows.protocols import wakeup
+
+    require_postgres("NOTIFY is PostgreSQL's")
+    amy = ApproverFactory(username="amy")
+    waiting = ask(user=amy, assignees=["user:amy"]).invocation
+    with psycopg.connect(wakeup.conninfo(), autocommit=True) as listening:
+        listening.execute(f"LISTEN {wakeup.CHANNEL}")
+        NodeRun.objects.filter(invocation=waiting, path__contains="/").update(status="COMPLETED")
+        assert list(listening.notifies(timeout=0.2)) == []  # only a start wakes it
+        NodeRun.objects.filter(invocation=waiting, path__contains="/").update(status="RUNNING")
+        heard = next(listening.notifies(timeout=10), None)
+    assert heard is not None and heard.payload == str(waiting.pk)

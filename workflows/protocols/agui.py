@@ -4,8 +4,9 @@ package's event models and encoder.
 A RunAgentInput's `threadId` is a session, `forwardedProps` (else `state`) the workflow's
 input. A run with `resume[]` answers questions of the thread (agui_answers.py) and
 follows their invocation; a run whose `runId` is an invocation of the thread follows it;
-any other starts one. Following streams `RUN_STARTED`, a `STEP_STARTED`/`STEP_FINISHED`
-pair per node-run outcome, and, once the invocation stops, a `STATE_SNAPSHOT` and
+any other starts one. Following streams `RUN_STARTED`, a step per node run
+(`STEP_STARTED` when it is seen running, else with its outcome; `STEP_FINISHED` at its
+outcome, or before the run ends), and, once the invocation stops, a `STATE_SNAPSHOT` and
 `RUN_FINISHED`: with the interrupt outcome (the questions the caller may answer, as
 envelopes), the output, or `RUN_ERROR` for a failure. Questions for others appear only in
 the snapshot, as waiting on others.
@@ -228,16 +229,24 @@ def renderer(run: Run) -> stream.Render:
     """Turns each read of the run's invocation into AG-UI events (RUN_STARTED first)."""
     started = [RunStartedEvent(thread_id=run.given.thread_id, run_id=run.given.run_id)]
 
+    steps: set[str] = set()  # started and not finished: AG-UI refuses a run ending with one
+
     def render(batch: stream.Batch, position: stream.Position) -> list[str]:
         sent = encoded(*started)
         started.clear()
         for event in batch.events:
             if event.status and stream.Position(event.pk, True) > position:
-                sent += encoded(
-                    StepStartedEvent(step_name=event.path),
-                    StepFinishedEvent(step_name=event.path),
-                )
+                if event.path not in steps:  # started and ended between two reads
+                    sent += encoded(StepStartedEvent(step_name=event.path))
+                steps.discard(event.path)
+                sent += encoded(StepFinishedEvent(step_name=event.path))
+        for node_run in batch.running:
+            if node_run.path not in steps:
+                steps.add(node_run.path)
+                sent += encoded(StepStartedEvent(step_name=node_run.path))
         if batch.stopped:
+            sent += encoded(*(StepFinishedEvent(step_name=path) for path in sorted(steps)))
+            steps.clear()
             sent += finish(run, batch)
         return sent
 

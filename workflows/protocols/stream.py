@@ -3,9 +3,12 @@
 One SSE event per session event (`event: session`, `id:` the event's id) and, right after
 a session event that records a node run's outcome, one for that node run's status change
 (`event: node_run`, `id: <event id>.1`); so a position names everything sent up to it,
-and `Last-Event-ID` resumes with nothing lost or repeated. The stream ends with
-`event: end` (no id: nothing follows it) once the invocation is final. A comment line
-every HITL["STREAM_KEEPALIVE_SECONDS"] keeps proxies from closing a quiet connection.
+and `Last-Event-ID` resumes with nothing lost or repeated. A node run's start is a state,
+not a session event: `event: node_run` with status RUNNING and no `id:`, sent once per
+connection for each attempt seen running (a resumed connection tells what runs now). The
+stream ends with `event: end` (no id: nothing follows it) once the invocation is final. A
+comment line every HITL["STREAM_KEEPALIVE_SECONDS"] keeps proxies from closing a quiet
+connection.
 
 Questions are shown through the envelope to those who may answer them, and withheld (id,
 kind, "waiting on others") from anyone else who may see the invocation.
@@ -34,7 +37,7 @@ from django.http import StreamingHttpResponse
 
 from workflows.conf import hitl_settings
 from workflows.engine.status import NodeStatus
-from workflows.models import ANSWERED_STATUSES, Interrupt, Invocation, SessionEvent
+from workflows.models import ANSWERED_STATUSES, Interrupt, Invocation, NodeRun, SessionEvent
 
 from . import wakeup
 from .visibility import questions, shown
@@ -94,6 +97,7 @@ class Batch:
     status: NodeStatus = NodeStatus.PENDING
     output: Any = None
     error: str = ""
+    running: list[NodeRun] = field(default_factory=list)  # node runs started, not ended
     more: bool = False  # a full batch: read again at once
     stopped: bool = False  # final, or waiting on questions with no answer to apply
 
@@ -171,6 +175,12 @@ class StreamReader:
             error=invocation.error,
             more=len(rows) > BATCH,
         )
+        if not batch.more and not batch.status.is_final:  # caught up: what runs now
+            batch.running = list(
+                NodeRun.objects.filter(invocation_id=self.invocation_id, status=NodeStatus.RUNNING)
+                .order_by("id")
+                .only("path", "name", "run_id", "attempt")
+            )
         for event in batch.events:
             batch.position = max(batch.position, Position(event.pk, bool(event.status)))
         batch.stopped = not batch.more and (
@@ -192,8 +202,11 @@ class StreamReader:
         ).exists()
 
 
-def live_messages(batch: Batch, after: Position, user: Any) -> list[str]:
-    """The live stream's SSE events for a batch read after `after`."""
+def live_messages(
+    batch: Batch, after: Position, user: Any, announced: set[tuple[str, int, int]]
+) -> list[str]:
+    """The live stream's SSE events for a batch read after `after`; the node runs found
+    running that are not in `announced` (this connection's, updated) too."""
     ids = [c.get("id") for e in batch.events for c in e.function_calls or [] if isinstance(c, dict)]
     asked = questions([i for i in ids if isinstance(i, str)]) if ids else {}
     sent = []
@@ -204,6 +217,14 @@ def live_messages(batch: Batch, after: Position, user: Any) -> list[str]:
         changed = Position(event.pk, True)
         if event.status and changed > after:
             sent.append(sse(node_run_data(event), "node_run", changed))
+    for run in batch.running:
+        attempt = (run.path, run.run_id, run.attempt)
+        if attempt not in announced:
+            announced.add(attempt)
+            started = {"path": run.path, "name": run.name, "run_id": run.run_id}
+            sent.append(
+                sse({**started, "status": NodeStatus.RUNNING, "attempt": run.attempt}, "node_run")
+            )
     if batch.final:
         end = {"status": batch.status, "output": batch.output, "error": batch.error}
         sent.append(sse(end, "end"))
@@ -359,9 +380,10 @@ def follow(
 def live_stream(reader: StreamReader, after: Position, slot: Slot, *, asgi: bool) -> Any:
     """The live stream's body: the async iterator under ASGI, else the polling one."""
     first = [f"retry: {RETRY_MILLISECONDS}\n\n"]  # sent once, with the first read
+    announced: set[tuple[str, int, int]] = set()  # node-run starts this connection sent
 
     def render(batch: Batch, position: Position) -> list[str]:
-        sent = [*first, *live_messages(batch, position, reader.user)]
+        sent = [*first, *live_messages(batch, position, reader.user, announced)]
         first.clear()
         return sent
 

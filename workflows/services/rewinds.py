@@ -141,7 +141,10 @@ def apply_rewind(
             },
         )
     send_on_commit(
-        invocation_rewound, sender=Invocation, invocation_id=invocation_id, interrupt_id=interrupt_id
+        invocation_rewound,
+        sender=Invocation,
+        invocation_id=invocation_id,
+        interrupt_id=interrupt_id,
     )
     if changed.questions:
         transaction.on_commit(

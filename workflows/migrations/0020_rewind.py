@@ -8,7 +8,7 @@ import workflows.engine.status
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workflows", "0018_question_notify"),
+        ("workflows", "0019_node_run_start_notify"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
