@@ -434,7 +434,7 @@ class Context:
         self, node: BaseNode, node_input: Any, run_id: int | None = None
     ) -> Context:
         """Run (or resume, or reuse) the child run of `node`; its ids join this run's."""
-        from .node_runner import run_child
+        from .child_runs import run_child
 
         if run_id is None:
             # Deterministic per execution, so a re-run maps each call to the same child:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .context import Context, Execution, child_path, current_node_path, new_id
+from .context import Context, child_path, current_node_path, new_id
 from .errors import (
     DuplicateInterruptError,
     ExecutionAbortedError,
@@ -19,7 +19,7 @@ from .events import DefaultResponse, Event, FunctionCall, RequestInput
 from .nodes import BaseNode
 from .questions import QuestionRaised, own_answers
 from .schema import check_schema, to_json_schema
-from .state import NOT_LOADED, InterruptRecord, NodeRunState
+from .state import InterruptRecord, NodeRunState
 from .status import InterruptStatus, NodeStatus
 from .values import (
     MAX_INTERRUPT_ID_LENGTH,
@@ -73,80 +73,23 @@ class NodeRunner:
         self.prior_interrupt_ids = set(prior_interrupt_ids or ())
         self.attempt = attempt
         self._prior_status: NodeStatus | None = None
+        # Set when the run opens (`_open`): what every checkpoint of it repeats.
+        self._node_input: Any = None
+        self._resume_inputs: dict[str, Any] = {}
+        self._lineage: str | dict[str, str] | None = None
+        self._prior_route: str | None = None
+        self._carried_ids: set[str] = set()
 
     async def run(
         self, *, node_input: Any = None, resume_inputs: dict[str, Any] | None = None
     ) -> Context:
-        parent = self.parent_ctx
-        execution = parent._execution
-        node = self.node
-        run_id = self.run_id or execution.next_run_id(parent.path, node.name)
-        path = child_path(parent.path, node.name, run_id)
-        prior = execution.node_runs.get(path)
-        self._prior_status = prior.status if prior else None
-        attempt = self.attempt or (prior.attempt if prior else 1)
-        lineage = prior.triggered_by if prior else None
-        resume_inputs = dict(resume_inputs or {})
-        carried_ids = self.prior_interrupt_ids - resume_inputs.keys()
-        prior_route = prior.route if prior else None
-
-        ctx = Context(execution, node, path, run_id, parent, attempt)
-        # Answers to the run's own questions (gate, effects in doubt) are not its body's.
-        ctx.own_answers = own_answers(ctx.idempotency_key, resume_inputs)
-        ctx.resume_inputs = {i: v for i, v in resume_inputs.items() if i not in ctx.own_answers}
-        ctx.may_have_effects = prior is not None and prior.status != NodeStatus.PENDING
-        ctx.gate_outcome = prior.gate if prior else None  # decided once per run
-        # An answer to one of them, new to this run, always lets the node go on.
-        goes_on = bool(ctx.own_answers.keys() - (prior.resume_inputs if prior else {}).keys())
-        execution.consume(path, resume_inputs)
-
-        def save(status: NodeStatus, error: str | None = None, detail: str | None = None) -> None:
-            """`error`: the one-line message; `detail`: what the node run keeps (the
-            traceback of a body that raised)."""
-            ctx.status = status
-            ctx.error = error
-            if status.is_final:
-                # A finished run waits on nothing (ids it raised before failing were
-                # never opened); on retry its still-pending ids come from the index.
-                ctx.interrupt_ids = set()
-            execution.save(
-                path,
-                NodeRunState(
-                    status=status,
-                    run_id=run_id,
-                    output=ctx.output,
-                    interrupt_ids=set(ctx.interrupt_ids),
-                    attempt=ctx.attempt,
-                    name=node.name,
-                    parent_path=parent.path,
-                    input=node_input,
-                    route=ctx.route,
-                    resume_inputs=resume_inputs,
-                    error=detail or error,
-                    gate=ctx.gate_outcome,
-                    triggered_by=lineage,
-                ),
-            )
-
-        if ctx.resume_inputs and not node.rerun_on_resume and not goes_on:
-            ctx.route = prior_route
-            ctx.interrupt_ids = carried_ids
-            if carried_ids:
-                ctx.output = self.prior_output
-                save(NodeStatus.WAITING)
-                return ctx
-            values = list(ctx.resume_inputs.values())
-            ctx.output = values[0] if len(values) == 1 else dict(ctx.resume_inputs)
-            save(NodeStatus.COMPLETED)
-            self._record_outcome(ctx)
-            return ctx
-
+        """The run, step by step: open it from its prior state; auto-complete it from its
+        answers (3.4); else execute its body, attempt after attempt; record its outcome."""
+        ctx, goes_on = self._open(node_input, dict(resume_inputs or {}))
+        if ctx.resume_inputs and not self.node.rerun_on_resume and not goes_on:
+            return self._complete_from_answers(ctx)
         while True:
-            ctx.output, ctx.route = self.prior_output, prior_route
-            ctx.interrupt_ids = set(carried_ids)
-            save(NodeStatus.RUNNING)
-            # Committed before the body starts (with its first step, when the store can).
-            ctx.checkpoint_due = node.checkpoint_before_run
+            self._start_attempt(ctx)
             try:
                 await self._execute_in_time(ctx, node_input)
                 self._check_outcome(ctx)
@@ -154,47 +97,133 @@ class NodeRunner:
             except ExecutionAbortedError:
                 raise
             except asyncio.CancelledError:
-                ctx.output, ctx.route = self.prior_output, prior_route  # nothing half-made
-                save(NodeStatus.CANCELLED)
-                self._record_outcome(ctx)
+                self._cancelled(ctx)
                 raise
             except ChildFailedError as failure:
                 # Only the failing leaf records an error; ancestors fail through it.
-                save(NodeStatus.FAILED)
+                self._save(ctx, NodeStatus.FAILED)
                 ctx.error = failure.child.error
                 return ctx
             except Exception as exc:  # a node body may raise anything
-                error = clean_text(f"{type(exc).__name__}: {exc}")
-                detail = clean_text("".join(traceback.format_exception(exc)))
-                retry = node.retry
-                delay = None
-                if retry is not None and ctx.attempt < retry.max_attempts:
-                    delay = retry.delay(ctx.attempt)
-                final = delay is None
-                execution.record(
-                    Event(
-                        author=node.name,
-                        path=path,
-                        run_id=run_id,
-                        error=error,
-                        status=NodeStatus.FAILED if final else None,
-                    )
-                )
-                if delay is None:
-                    # A run that failed produced nothing (what it made may not be storable).
-                    ctx.output, ctx.route = self.prior_output, prior_route
-                    save(NodeStatus.FAILED, error, detail)
-                    return ctx
-                await asyncio.sleep(delay)
-                ctx.attempt += 1
-                # What the failed attempt raised and did is not the next one's.
-                ctx.requests, ctx.recorded_call_ids, ctx.effect_names = [], set(), set()
-                continue
+                if await self._try_again(ctx, exc):
+                    continue
+                return ctx
             break
-
-        save(NodeStatus.WAITING if ctx.interrupt_ids else NodeStatus.COMPLETED)
+        self._save(ctx, NodeStatus.WAITING if ctx.interrupt_ids else NodeStatus.COMPLETED)
         self._record_outcome(ctx)
         return ctx
+
+    def _open(self, node_input: Any, resume_inputs: dict[str, Any]) -> tuple[Context, bool]:
+        """The run's Context from its prior state (if any), its answers applied; and
+        whether an answer to one of its own questions, new to it, lets it go on."""
+        parent = self.parent_ctx
+        execution = parent._execution
+        node = self.node
+        run_id = self.run_id or execution.next_run_id(parent.path, node.name)
+        path = child_path(parent.path, node.name, run_id)
+        prior = execution.node_runs.get(path)
+        self._prior_status = prior.status if prior else None
+        self._node_input, self._resume_inputs = node_input, resume_inputs
+        self._lineage = prior.triggered_by if prior else None
+        self._prior_route = prior.route if prior else None
+        self._carried_ids = self.prior_interrupt_ids - resume_inputs.keys()
+
+        attempt = self.attempt or (prior.attempt if prior else 1)
+        ctx = Context(execution, node, path, run_id, parent, attempt)
+        # Answers to the run's own questions (gate, effects in doubt) are not its body's.
+        ctx.own_answers = own_answers(ctx.idempotency_key, resume_inputs)
+        ctx.resume_inputs = {i: v for i, v in resume_inputs.items() if i not in ctx.own_answers}
+        ctx.may_have_effects = prior is not None and prior.status != NodeStatus.PENDING
+        ctx.gate_outcome = prior.gate if prior else None  # decided once per run
+        goes_on = bool(ctx.own_answers.keys() - (prior.resume_inputs if prior else {}).keys())
+        execution.consume(path, resume_inputs)
+        return ctx, goes_on
+
+    def _save(
+        self, ctx: Context, status: NodeStatus, error: str | None = None, detail: str | None = None
+    ) -> None:
+        """Checkpoint the run with `status`. `error`: the one-line message; `detail`: what
+        the node run keeps (the traceback of a body that raised)."""
+        ctx.status = status
+        ctx.error = error
+        if status.is_final:
+            # A finished run waits on nothing (ids it raised before failing were never
+            # opened); on retry its still-pending ids come from the index.
+            ctx.interrupt_ids = set()
+        ctx._execution.save(
+            ctx.path,
+            NodeRunState(
+                status=status,
+                run_id=ctx.run_id,
+                output=ctx.output,
+                interrupt_ids=set(ctx.interrupt_ids),
+                attempt=ctx.attempt,
+                name=self.node.name,
+                parent_path=self.parent_ctx.path,
+                input=self._node_input,
+                route=ctx.route,
+                resume_inputs=self._resume_inputs,
+                error=detail or error,
+                gate=ctx.gate_outcome,
+                triggered_by=self._lineage,
+            ),
+        )
+
+    def _complete_from_answers(self, ctx: Context) -> Context:
+        """rerun_on_resume=False (3.4): wait on what is still missing, or complete with
+        the answer (several: by id) without executing."""
+        ctx.route = self._prior_route
+        ctx.interrupt_ids = self._carried_ids
+        if self._carried_ids:
+            ctx.output = self.prior_output
+            self._save(ctx, NodeStatus.WAITING)
+            return ctx
+        values = list(ctx.resume_inputs.values())
+        ctx.output = values[0] if len(values) == 1 else dict(ctx.resume_inputs)
+        self._save(ctx, NodeStatus.COMPLETED)
+        self._record_outcome(ctx)
+        return ctx
+
+    def _start_attempt(self, ctx: Context) -> None:
+        ctx.output, ctx.route = self.prior_output, self._prior_route
+        ctx.interrupt_ids = set(self._carried_ids)
+        self._save(ctx, NodeStatus.RUNNING)
+        # Committed before the body starts (with its first step, when the store can).
+        ctx.checkpoint_due = self.node.checkpoint_before_run
+
+    def _cancelled(self, ctx: Context) -> None:
+        ctx.output, ctx.route = self.prior_output, self._prior_route  # nothing half-made
+        self._save(ctx, NodeStatus.CANCELLED)
+        self._record_outcome(ctx)
+
+    async def _try_again(self, ctx: Context, exc: Exception) -> bool:
+        """Record the body's error; True after the retry's backoff when an attempt is
+        left, else False with the run FAILED."""
+        error = clean_text(f"{type(exc).__name__}: {exc}")
+        retry = self.node.retry
+        delay = None
+        if retry is not None and ctx.attempt < retry.max_attempts:
+            delay = retry.delay(ctx.attempt)
+        ctx._execution.record(
+            Event(
+                author=self.node.name,
+                path=ctx.path,
+                run_id=ctx.run_id,
+                error=error,
+                status=NodeStatus.FAILED if delay is None else None,
+            )
+        )
+        if delay is None:
+            # A run that failed produced nothing (what it made may not be storable).
+            ctx.output, ctx.route = self.prior_output, self._prior_route
+            detail = clean_text("".join(traceback.format_exception(exc)))
+            self._save(ctx, NodeStatus.FAILED, error, detail)
+            return False
+        await asyncio.sleep(delay)
+        ctx.attempt += 1
+        # What the failed attempt raised and did is not the next one's.
+        ctx.requests, ctx.recorded_call_ids, ctx.effect_names = [], set(), set()
+        return True
 
     async def _execute_in_time(self, ctx: Context, node_input: Any) -> None:
         token = current_node_path.set(ctx.path)
@@ -385,62 +414,3 @@ class NodeRunner:
             event = Event(output=ctx.output, route=ctx.route)
         event.status = status
         self._record(ctx, event)
-
-
-async def run_child(parent: Context, node: BaseNode, node_input: Any, run_id: int) -> Context:
-    """Run, resume, re-drive or reuse the child run `<parent>/<node>@<run_id>`."""
-    execution: Execution = parent._execution
-    path = child_path(parent.path, node.name, run_id)
-    prior = execution.node_runs.get(path)
-    if prior is None:
-        child = await NodeRunner(node=node, parent_ctx=parent, run_id=run_id).run(
-            node_input=node_input
-        )
-    elif prior.status == NodeStatus.COMPLETED or (
-        prior.status == NodeStatus.WAITING
-        and not any(i in execution.answers for i in prior.interrupt_ids)
-    ):
-        if prior.output is NOT_LOADED:  # a completed child reused: its output is needed
-            await execution.load_outputs(parent.path)
-            prior = execution.node_runs[path]
-        child = context_from_state(parent, node, path, prior)
-    else:
-        prior_ids = prior.interrupt_ids
-        if prior.status.is_final:
-            # A failed or cancelled run stores no ids; on retry it still waits on its
-            # interrupts that are pending or answered since (those become resume inputs).
-            prior_ids = {
-                i
-                for i, record in execution.interrupts.items()
-                if record.path == path
-                and (record.status == InterruptStatus.PENDING or i in execution.answers)
-            }
-        resume_inputs = dict(prior.resume_inputs)
-        resume_inputs.update((i, execution.answers[i]) for i in prior_ids if i in execution.answers)
-        # A retry re-runs what failed; only a run that raised itself counts an attempt.
-        retried = prior.status == NodeStatus.FAILED and prior.error is not None
-        child = await NodeRunner(
-            node=node,
-            parent_ctx=parent,
-            run_id=run_id,
-            prior_output=prior.output,
-            prior_interrupt_ids=prior_ids,
-            attempt=prior.attempt + 1 if retried else prior.attempt,
-        ).run(node_input=prior.input, resume_inputs=resume_inputs)
-    parent.interrupt_ids |= child.interrupt_ids
-    if child.status == NodeStatus.FAILED:
-        raise ChildFailedError(child)
-    return child
-
-
-def context_from_state(parent: Context, node: BaseNode, path: str, state: NodeRunState) -> Context:
-    """A Context describing a stored run that does not execute now."""
-    ctx = Context(parent._execution, node, path, state.run_id, parent, state.attempt)
-    ctx.status = state.status
-    ctx.output = state.output
-    ctx.route = state.route
-    ctx.interrupt_ids = set(state.interrupt_ids)
-    ctx.resume_inputs = dict(state.resume_inputs)
-    ctx.error = state.error
-    ctx.gate_outcome = state.gate
-    return ctx

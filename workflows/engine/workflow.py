@@ -8,10 +8,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .child_runs import run_child
 from .context import Context, child_path
 from .errors import DefinitionChangedError, GraphError, NodeOutputError
 from .events import Event
-from .node_runner import run_child
 from .nodes import START, BaseNode, JoinNode, ParallelWorker, as_node
 from .state import NodeRunState, copied
 from .status import NodeStatus
