@@ -280,8 +280,9 @@ def node_run_values(
             dumps(state.input),
             dumps(state.output),
             state.route or "",
-            dumps(sorted(state.interrupt_ids)),
-            dumps(state.resume_inputs),
+            # Most runs wait on nothing and resumed with nothing (as node_run_state reads).
+            dumps(sorted(state.interrupt_ids)) if state.interrupt_ids else "[]",
+            dumps(state.resume_inputs) if state.resume_inputs else "{}",
             state.attempt,
             state.error or "",
             None if state.gate is None else dumps(state.gate),
@@ -304,9 +305,12 @@ def event_values(invocation_pk: Any, events: Iterable[Event]) -> list[Any]:
             event.status or "",
             dumps(event.output),
             event.route or "",
-            dumps([asdict(c) for c in event.function_calls]),
-            dumps([asdict(r) for r in event.function_responses]),
-            dumps(list(event.long_running_tool_ids)),
+            # Most events call and answer nothing: no encoding for those.
+            dumps([asdict(c) for c in event.function_calls]) if event.function_calls else "[]",
+            dumps([asdict(r) for r in event.function_responses])
+            if event.function_responses
+            else "[]",
+            dumps(list(event.long_running_tool_ids)) if event.long_running_tool_ids else "[]",
             event.error or "",
             event.timestamp,
             event.rewound,
