@@ -22,6 +22,7 @@ from workflows.notifications import (
     ESCALATED,
     OPENED,
     REMINDED,
+    SUPERSEDED,
     Undelivered,
 )
 
@@ -76,7 +77,7 @@ class SlackNotifier:
         elif event in (OPENED, ESCALATED) and interrupt.status == InterruptStatus.PENDING:
             wanted = self.targets(interrupt.assignees)
         calls = [(f"post:{n}", n, channel) for n, channel in wanted.items() if n not in posted]
-        if event in (ESCALATED, DECIDED):
+        if event in (ESCALATED, DECIDED, SUPERSEDED):  # the posted buttons stop working
             calls += [(f"update:{name}", name, m.channel) for name, m in posted.items()]
         elif event == REMINDED:  # those reminded: who the question still names
             current = self.targets(interrupt.assignees)

@@ -9,7 +9,7 @@ from typing import Any
 
 from workflows.engine.status import InterruptStatus
 from workflows.models import Delegation, Interrupt
-from workflows.notifications import DELEGATED, ESCALATED, REMINDED
+from workflows.notifications import DELEGATED, ESCALATED, REMINDED, SUPERSEDED
 
 from ..links import decision_urls, page_url
 from .email import subject_line
@@ -21,7 +21,11 @@ TITLES = {
     InterruptStatus.EXPIRED: "Expired without an answer",
     InterruptStatus.CANCELLED: "Cancelled",
 }
-NEWS = {REMINDED: "Reminder: this still waits for a decision", ESCALATED: "Escalated"}
+NEWS = {
+    REMINDED: "Reminder: this still waits for a decision",
+    ESCALATED: "Escalated",
+    SUPERSEDED: "Superseded: an earlier answer was changed, this question no longer counts",
+}
 
 
 def escape(text: str) -> str:

@@ -474,3 +474,36 @@ async def test_a_quorum_question_is_refused_here(store_backend):
     await h.resume({"v": {"approved": True}})
     with pytest.raises(DecisionRequiredError):
         await h.runner.rewind("v", {"approved": False})
+
+
+@sync
+async def test_a_rewound_gate_decides_again_and_its_grant_is_revoked(store_backend):
+    from workflows.engine import approval_gate
+
+    paid: list[Any] = []
+
+    @approval_gate(
+        message="Pay {amount}?",
+        args_schema={"type": "object", "properties": {"amount": {"type": "number"}}},
+        remember=("invocation",),
+    )
+    @node(name="pay")
+    def pay(node_input):
+        paid.append(node_input["amount"])
+        return {"paid": node_input["amount"]}
+
+    h = Harness(Workflow(name="gate_rewind", edges=[("START", pay)]), store_backend)
+    asked = await h.run({"amount": 5})
+    ((question, _),) = asked.interrupts.items()
+    await h.resume({question: {"decision": "approve", "remember": "invocation"}})
+    assert paid == [5]
+    grants = await store_backend.grants(h.store)
+    assert [g.revoked_at for g in grants.values()] == [None]
+    plan = await h.runner.plan_rewind(question)
+    assert plan.reopened == ["gate_rewind@1/pay@1", "gate_rewind@1"]
+    rejected = await h.rewind(question, {"decision": "reject", "reason": "wrong amount"})
+    assert rejected.status == COMPLETED
+    assert paid == [5]  # the body does not run again on a rejection
+    assert rejected.node_runs["gate_rewind@1/pay@1"].gate["decision"] == "reject"
+    grants = await store_backend.grants(h.store)
+    assert all(g.revoked_at is not None for g in grants.values())

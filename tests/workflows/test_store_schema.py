@@ -38,7 +38,8 @@ SQL_WORDS = {
     *("when", "then", "else", "end", "order", "by", "limit", "insert", "into", "values", "on"),
     *("conflict", "do", "update", "set", "excluded", "nothing", "returning", "with", "exists"),
     *("coalesce", "count", "true", "false", "for", "no", "key", "interval", "clock_timestamp"),
-    *("time", "zone", "precision", "unnest", "any"),
+    *("time", "zone", "precision", "unnest", "any", "nullif", "jsonb_array_elements"),
+    "jsonb_array_elements_text",
 }
 
 

@@ -203,17 +203,23 @@ class _Slice:
             if isinstance(getattr(node, "nodes", None), dict):
                 taken |= self._triggered(x, parent, siblings)
             elif not isinstance(node, ParallelWorker):  # a dynamic parent: later calls
-                order = self.children[parent]
-                taken |= {p for p in siblings if order.index(p) > order.index(x)}
+                order = {p: i for i, p in enumerate(self.children[parent])}
+                taken |= {p for p in siblings if order[p] > order[x]}
             self.reopened.append(parent)
             x = parent
-        nested = {
-            p
-            for p in self.runs
-            if self.runs[p].status != NodeStatus.SUPERSEDED
-            and any(p.startswith(t + "/") for t in taken)
-        }
-        self.superseded = [p for p in self.runs if p in taken | nested]
+        self.superseded = [p for p in self.runs if self._inside(p, taken)]
+
+    def _inside(self, path: str, taken: set[str]) -> bool:
+        """Whether the run at `path` is taken or nested in a taken run (and not superseded
+        already)."""
+        state = self.runs[path]
+        if state.status == NodeStatus.SUPERSEDED:
+            return False
+        while path:
+            if path in taken:
+                return True
+            path = self.runs[path].parent_path if path in self.runs else ""
+        return False
 
     def _triggered(self, x: str, parent: str, siblings: list[str]) -> set[str]:
         """The runs of a workflow run `parent` that `x`'s output triggered, transitively;

@@ -2,7 +2,9 @@
 `PostgreSQLDialect.step` writes) as one PL/pgSQL function, whose statements the server
 plans once per connection and keeps, where the one-statement CTE is parsed and planned
 at every call. Plain function calls: safe behind PgBouncer in transaction mode, unlike
-prepared statements (docs/performance.md, "The store's choices, measured").
+prepared statements (docs/performance.md, "The store's choices, measured"). The batch
+travels as one JSON parameter, decoded by the server (jsonb_array_elements): adapting a
+parameter per column was a third of a transition's client instructions.
 
 Its text is built here from the store's column lists and the models' column types, and
 its name carries a digest of that text: the store calls the function of its own code's
@@ -24,32 +26,40 @@ from ..models import OPEN_STATUSES, NodeRun, SessionEvent
 from .rows import (
     ANSWERED,
     EVENT_COLUMNS,
+    EVENT_ITEMS,
     EVENTS,
     INTERRUPTS,
     INVOCATIONS,
+    JSON_COLUMNS,
     NODE_RUN_COLUMNS,
+    NODE_RUN_ITEMS,
     NODE_RUNS,
+    NULL_WHEN_NONE,
 )
 from .statements import INSERT_EVENTS, INSERT_NODE_RUNS, NODE_RUN_CONFLICT
 
 PREFIX = "hitl_step_"
 
-# The parameters before the node runs' and events' columns (one array each), and after.
-HEAD_PARAMETERS = [
-    ("p_id", "uuid"),
-    ("p_owner", "varchar"),
-    ("p_seconds", "double precision"),
-    ("p_release", "boolean"),
-    ("p_set", "boolean"),  # the batch carries the invocation's status, output and error
-    ("p_status", "varchar"),
-    ("p_output", "jsonb"),
-    ("p_error", "text"),
-    ("p_final", "boolean"),
-    ("p_now", "timestamp with time zone"),
-]
-TAIL_PARAMETERS = [("p_consumed", "varchar[]"), ("p_deferred", "varchar[]")]
+# Its parameters: the invocation's id, the time the batch is written at, and the rest of
+# the batch as one JSON document (rows.step_document): the driver adapts three values
+# a transition instead of one per column (41 for a node run and an event).
+PARAMETERS = [("p_id", "uuid"), ("p_now", "timestamp with time zone"), ("p_batch", "jsonb")]
 
-# The statements of its body; `p_`, `r_` and `e_` names are its parameters.
+# The batch's scalars, as the body's variables: (name, type, key in the document).
+VARIABLES = [
+    ("p_owner", "varchar", "owner"),
+    ("p_seconds", "double precision", "seconds"),
+    ("p_release", "boolean", "release"),
+    ("p_set", "boolean", "set"),  # the batch carries the invocation's status, output, error
+    ("p_status", "varchar", "status"),
+    ("p_output", "jsonb", "output"),
+    ("p_error", "text", "error"),
+    ("p_final", "boolean", "final"),
+]
+
+# The statements of its body; `p_` names are its parameters and variables, `r` a row of
+# the document's "runs" or "events" (a JSON array of values in the order of
+# rows.NODE_RUN_ITEMS or rows.EVENT_ITEMS).
 STATEMENTS = [
     """UPDATE {invocations} SET
         updated_at = CASE WHEN p_set THEN p_now ELSE updated_at END,
@@ -61,30 +71,34 @@ STATEMENTS = [
         lease_expires_at = CASE WHEN p_release THEN NULL
             ELSE clock_timestamp() + p_seconds * interval '1 second' END
     WHERE id = p_id AND status IN ({open}) AND lease_owner = p_owner""",
-    "{insert_runs} SELECT p_id, * FROM unnest({runs}) {conflict}",
-    "{insert_events} SELECT p_id, * FROM unnest({events})",
+    "{insert_runs} SELECT {runs} FROM jsonb_array_elements(p_batch->'runs') AS r {conflict}",
+    "{insert_events} SELECT {events} FROM jsonb_array_elements(p_batch->'events') AS r",
     """UPDATE {interrupts} SET consumed = true
-        WHERE id = ANY(p_consumed) AND status IN ({answered})""",
-    "UPDATE {interrupts} SET deferred = true WHERE id = ANY(p_deferred) AND NOT consumed",
+        WHERE id IN (SELECT jsonb_array_elements_text(p_batch->'consumed'))
+        AND status IN ({answered})""",
+    """UPDATE {interrupts} SET deferred = true
+        WHERE id IN (SELECT jsonb_array_elements_text(p_batch->'deferred')) AND NOT consumed""",
 ]
 
 # Every write after the first is conditional on it (the lease held, the invocation open).
 BODY = """
+DECLARE
+{declarations}
 BEGIN
     {0};
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    IF cardinality({first_run}) > 0 THEN
+    IF jsonb_array_length(p_batch->'runs') > 0 THEN
         {1};
     END IF;
-    IF cardinality({first_event}) > 0 THEN
+    IF jsonb_array_length(p_batch->'events') > 0 THEN
         {2};
     END IF;
-    IF cardinality(p_consumed) > 0 THEN
+    IF jsonb_array_length(p_batch->'consumed') > 0 THEN
         {3};
     END IF;
-    IF cardinality(p_deferred) > 0 THEN
+    IF jsonb_array_length(p_batch->'deferred') > 0 THEN
         {4};
     END IF;
     RETURN true;
@@ -96,37 +110,40 @@ def _quoted(values: list[Any]) -> str:
     return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
 
 
-def _array_parameters(using: str, model: Any, prefix: str, columns: list[str]) -> list[tuple]:
-    """One array parameter per column but the invocation's id (the function's p_id)."""
+def _select_list(using: str, model: Any, columns: list[str], items: list[str]) -> str:
+    """The values of `columns` for a row `r` of the document: the invocation's id and the
+    batch's time from the parameters, the rest by position in `items`, cast to the
+    column's type (a JSON column's value as it is; SQL NULL where None means no value)."""
     types = {f.column: f.db_type(connections[using]) for f in model._meta.concrete_fields}
-    return [(f"{prefix}{c}", f"{types[c]}[]") for c in columns if c != "invocation_id"]
-
-
-@functools.cache
-def parameters(using: str) -> list[tuple[str, str]]:
-    """The function's parameters, (name, type), in call order."""
-    return [
-        *HEAD_PARAMETERS,
-        *_array_parameters(using, NodeRun, "r_", NODE_RUN_COLUMNS),
-        *_array_parameters(using, SessionEvent, "e_", EVENT_COLUMNS),
-        *TAIL_PARAMETERS,
-    ]
+    json_columns = JSON_COLUMNS[model._meta.db_table]
+    expressions = []
+    for column in columns:
+        if column == "invocation_id":
+            expressions.append("p_id")
+        elif column not in items:
+            expressions.append("p_now")  # created_at, updated_at
+        elif column in NULL_WHEN_NONE:
+            expressions.append(f"NULLIF(r->{items.index(column)}, CAST('null' AS jsonb))")
+        elif column in json_columns:
+            expressions.append(f"r->{items.index(column)}")
+        else:
+            expressions.append(f"CAST(r->>{items.index(column)} AS {types[column]})")
+    return ", ".join(expressions)
 
 
 @functools.cache
 def statements(using: str) -> list[str]:
     """The SQL of the function's body, statement by statement."""
-    names = [name for name, _ in parameters(using)]
     fields = {
         "invocations": INVOCATIONS,
         "interrupts": INTERRUPTS,
         "open": _quoted(OPEN_STATUSES),
         "answered": _quoted(ANSWERED),
         "insert_runs": INSERT_NODE_RUNS,
-        "runs": ", ".join(n for n in names if n.startswith("r_")),
+        "runs": _select_list(using, NodeRun, NODE_RUN_COLUMNS, NODE_RUN_ITEMS),
         "conflict": NODE_RUN_CONFLICT,
         "insert_events": INSERT_EVENTS,
-        "events": ", ".join(n for n in names if n.startswith("e_")),
+        "events": _select_list(using, SessionEvent, EVENT_COLUMNS, EVENT_ITEMS),
     }
     return [statement.format(**fields) for statement in STATEMENTS]
 
@@ -134,11 +151,14 @@ def statements(using: str) -> list[str]:
 @functools.cache
 def definition(using: str) -> tuple[str, str]:
     """The function's name and its CREATE statement."""
-    params = parameters(using)
-    first_run = next(name for name, _ in params if name.startswith("r_"))
-    first_event = next(name for name, _ in params if name.startswith("e_"))
-    body = BODY.format(*statements(using), first_run=first_run, first_event=first_event)
-    signature = ", ".join(f"{name} {kind}" for name, kind in params)
+    declarations = "\n".join(
+        f"    {name} {kind} := CAST(p_batch->>'{key}' AS {kind});"
+        if kind != "jsonb"
+        else f"    {name} {kind} := p_batch->'{key}';"
+        for name, kind, key in VARIABLES
+    )
+    body = BODY.format(*statements(using), declarations=declarations)
+    signature = ", ".join(f"{name} {kind}" for name, kind in PARAMETERS)
     shape = f"{signature}\n{body}\n{NODE_RUNS} {EVENTS} {InterruptStatus.PENDING}"
     name = PREFIX + hashlib.sha256(shape.encode()).hexdigest()[:12]
     create = (
@@ -150,9 +170,9 @@ def definition(using: str) -> tuple[str, str]:
 
 @functools.cache
 def call(using: str) -> str:
-    """`SELECT name(%s, ...)`, each value cast to its parameter's type."""
+    """`SELECT name(%s, %s, %s)`, each value cast to its parameter's type."""
     name, _ = definition(using)
-    return f"SELECT {name}({', '.join(f'CAST(%s AS {kind})' for _, kind in parameters(using))})"
+    return f"SELECT {name}({', '.join(f'CAST(%s AS {kind})' for _, kind in PARAMETERS)})"
 
 
 # Aliases (database names) whose function of this code's shape was found installed.

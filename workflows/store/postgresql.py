@@ -24,7 +24,15 @@ from ..models import NodeRun, SessionEvent
 from . import functions
 from .actions import has_actions
 from .dialect import Checked, Dialect
-from .rows import EVENT_COLUMNS, NODE_RUN_COLUMNS, dumps, event_values, node_run_values
+from .rows import (
+    EVENT_COLUMNS,
+    NODE_RUN_COLUMNS,
+    dumps,
+    event_items,
+    event_values,
+    node_run_items,
+    node_run_values,
+)
 from .statements import (
     INSERT_EVENTS,
     INSERT_NODE_RUNS,
@@ -49,12 +57,6 @@ def _cast_marks(using: str, model: Any, columns: tuple[str, ...]) -> str:
     its types from the target table)."""
     types = {f.column: f.db_type(connections[using]) for f in model._meta.concrete_fields}
     return ", ".join(f"CAST(%s AS {types[c]})" for c in columns)
-
-
-def _columns(values: list[Any], columns: list[str]) -> list[list[Any]]:
-    """Row-after-row values as one list per column, but the first (the invocation id)."""
-    width = len(columns)
-    return [values[index::width] for index in range(1, width)]
 
 
 def _is_step(batch: WriteBatch) -> bool:
@@ -195,24 +197,25 @@ class PostgreSQLDialect(Dialect):
         return f"WITH {', '.join(parts)} SELECT count(*) FROM inv", params
 
     def _function_step(self, batch: WriteBatch, now: datetime, lease_seconds: float) -> Statement:
-        """The call of the store's function: the node runs' and events' values as one
-        array per column (their invocation id is the function's first argument)."""
-        pk, stamp, invocation = (
-            self.pk(batch.invocation_id),
-            self.adapt_datetime(now),
-            batch.invocation,
-        )
-        params: list[Any] = [pk, batch.lease_owner, float(lease_seconds), batch.release_lease]
-        if invocation is None:
-            params += [False, None, None, None, False]
-        else:
-            output = dumps(invocation.output)
-            final = invocation.status.is_final
-            params += [True, invocation.status, output, invocation.error or "", final]
-        params.append(stamp)
-        params += _columns(node_run_values(pk, batch.node_runs.items(), stamp), NODE_RUN_COLUMNS)
-        params += _columns(event_values(pk, batch.events), EVENT_COLUMNS)
-        params += [sorted(batch.consumed), sorted(batch.deferred)]
+        """The call of the store's function: the invocation's id, the time, and the rest
+        of the batch as one JSON document (one json.dumps; functions.py)."""
+        invocation = batch.invocation
+        document: dict[str, Any] = {
+            "owner": batch.lease_owner,
+            "seconds": float(lease_seconds),
+            "release": batch.release_lease,
+            "set": invocation is not None,
+            "runs": node_run_items(batch.node_runs.items()),
+            "events": event_items(batch.events),
+            "consumed": sorted(batch.consumed),
+            "deferred": sorted(batch.deferred),
+        }
+        if invocation is not None:
+            document["status"] = invocation.status
+            document["output"] = invocation.output
+            document["error"] = invocation.error or ""
+            document["final"] = invocation.status.is_final
+        params = [self.pk(batch.invocation_id), self.adapt_datetime(now), dumps(document)]
         return functions.call(self.using), params
 
     def take_lease(

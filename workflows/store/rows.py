@@ -44,6 +44,15 @@ EVENT_COLUMNS = [
     *("function_calls", "function_responses", "long_running_tool_ids", "error", "timestamp"),
     *("rewound", "replaces"),
 ]
+# The values of a node run's and an event's row in the JSON document of PostgreSQL's
+# store function (functions.py), in this order; the invocation's id and the times the
+# function takes from its parameters. JSON columns' values are there as they are, and
+# None in NULL_WHEN_NONE is stored as SQL NULL (as node_run_values gives it).
+NODE_RUN_ITEMS = [
+    c for c in NODE_RUN_COLUMNS if c not in ("invocation_id", "created_at", "updated_at")
+]
+EVENT_ITEMS = EVENT_COLUMNS[1:]
+NULL_WHEN_NONE = {"gate", "triggered_by"}
 # The columns of the tables the store inserts into that it leaves to the database (the
 # auto key) or to the model's defaults: a column neither written nor listed here fails
 # the schema test, so a new field is a decision made here.
@@ -270,8 +279,9 @@ def node_run_values(
             dumps(state.input),
             dumps(state.output),
             state.route or "",
-            dumps(sorted(state.interrupt_ids)),
-            dumps(state.resume_inputs),
+            # Most runs wait on nothing and resumed with nothing (as node_run_state reads).
+            dumps(sorted(state.interrupt_ids)) if state.interrupt_ids else "[]",
+            dumps(state.resume_inputs) if state.resume_inputs else "{}",
             state.attempt,
             state.error or "",
             None if state.gate is None else dumps(state.gate),
@@ -294,15 +304,63 @@ def event_values(invocation_pk: Any, events: Iterable[Event]) -> list[Any]:
             event.status or "",
             dumps(event.output),
             event.route or "",
-            dumps([asdict(c) for c in event.function_calls]),
-            dumps([asdict(r) for r in event.function_responses]),
-            dumps(list(event.long_running_tool_ids)),
+            # Most events call and answer nothing: no encoding for those.
+            dumps([asdict(c) for c in event.function_calls]) if event.function_calls else "[]",
+            dumps([asdict(r) for r in event.function_responses])
+            if event.function_responses
+            else "[]",
+            dumps(list(event.long_running_tool_ids)) if event.long_running_tool_ids else "[]",
             event.error or "",
             event.timestamp,
             event.rewound,
             event.replaces,
         ]
     return values
+
+
+def node_run_items(node_runs: Iterable[tuple[str, NodeRunState]]) -> list[list[Any]]:
+    """The NODE_RUN_ITEMS of `(path, state)` pairs, a list a row, JSON values undumped."""
+    return [
+        [
+            path,
+            state.parent_path,
+            state.name,
+            state.run_id,
+            state.status,
+            state.input,
+            state.output,
+            state.route or "",
+            sorted(state.interrupt_ids),
+            state.resume_inputs,
+            state.attempt,
+            state.error or "",
+            state.gate,
+            state.triggered_by,
+        ]
+        for path, state in node_runs
+    ]
+
+
+def event_items(events: Iterable[Event]) -> list[list[Any]]:
+    """The EVENT_ITEMS of the events, a list a row, JSON values undumped."""
+    return [
+        [
+            event.author,
+            event.path,
+            event.run_id,
+            event.status or "",
+            event.output,
+            event.route or "",
+            [asdict(c) for c in event.function_calls],
+            [asdict(r) for r in event.function_responses],
+            list(event.long_running_tool_ids),
+            event.error or "",
+            event.timestamp,
+            event.rewound,
+            event.replaces,
+        ]
+        for event in events
+    ]
 
 
 def interrupt_fields(record: InterruptRecord) -> dict[str, Any]:

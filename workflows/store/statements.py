@@ -7,6 +7,7 @@ passed, the clock leases are judged by, the locking clause; the dialects' own st
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any, Protocol
@@ -256,17 +257,26 @@ def resolution_update(resolution: Resolution, now: datetime, time: Clock) -> Sta
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _node_run_upsert(count: int) -> str:
+    """The upsert of `count` node runs, built once per count (most transitions write one)."""
+    rows = value_rows(count, marks(len(NODE_RUN_COLUMNS)))
+    return f"{INSERT_NODE_RUNS} VALUES {rows} {NODE_RUN_CONFLICT}"
+
+
+@functools.lru_cache(maxsize=64)
+def _event_insert(count: int) -> str:
+    return f"{INSERT_EVENTS} VALUES {value_rows(count, marks(len(EVENT_COLUMNS)))}"
+
+
 def node_run_upsert(
     pk: Any, node_runs: Collection[tuple[str, NodeRunState]], stamp: Any
 ) -> Statement:
-    rows = value_rows(len(node_runs), marks(len(NODE_RUN_COLUMNS)))
-    sql = f"{INSERT_NODE_RUNS} VALUES {rows} {NODE_RUN_CONFLICT}"
-    return sql, node_run_values(pk, node_runs, stamp)
+    return _node_run_upsert(len(node_runs)), node_run_values(pk, node_runs, stamp)
 
 
 def event_insert(pk: Any, events: list[Event]) -> Statement:
-    rows = value_rows(len(events), marks(len(EVENT_COLUMNS)))
-    return f"{INSERT_EVENTS} VALUES {rows}", event_values(pk, events)
+    return _event_insert(len(events)), event_values(pk, events)
 
 
 def mark_consumed(ids: list[str]) -> Statement:
