@@ -25,7 +25,7 @@ from django.utils.text import Truncator
 from workflows import services
 from workflows.admin.base import ReadOnlyAdmin
 from workflows.admin.display import question_cell, rewind_url
-from workflows.engine.errors import AlreadyDecidedError, ResponseValidationError, WorkflowError
+from workflows.engine.errors import ResponseValidationError, WorkflowError
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.engine.values import is_possible_id
 from workflows.inbox import (
@@ -43,7 +43,6 @@ from workflows.policy import (
     REASSIGN_PERMISSION,
     answer_policy,
     can_reassign,
-    voting_for,
 )
 from workflows.registry import registry
 
@@ -53,6 +52,7 @@ from .gates import GateForm, decision_form, outcome_message
 from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
+from .questions import assignee_list, monitor_url, vote_of
 
 
 class InboxViewFilter(admin.SimpleListFilter):
@@ -227,8 +227,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     def get_urls(self) -> list:
         events = self.admin_site.admin_view(live.question_events)
         name = "approvals_pendingapproval_events"  # the page's live feed, beside it
-        own = [path("<path:object_id>/events/", events, name=name), *rewind.urls(self.admin_site)]
-        return [*own, *super().get_urls()]
+        own = [path("<path:object_id>/events/", events, name=name)]
+        return [*own, *rewind.urls(self.admin_site), *super().get_urls()]
 
     def change_view(
         self,
@@ -262,7 +262,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
         form = None
         if pending and may_answer and not already:
             form = decision_form(interrupt, request.user)
-        standing_in = _standing_in(request.user, interrupt) if form is not None else None
+        standing_in = vote_of(request.user, interrupt) if form is not None else None
         if request.method == "POST":
             action = request.POST.get("_action", "decide")
             if action not in ("decide", "challenge"):
@@ -290,7 +290,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
 
     def _mark(self, request: HttpRequest, interrupt: Interrupt, action: str) -> HttpResponse:
         """Claim, release or reassign; report the outcome and show the page again."""
-        assignees = _assignee_list(request.POST.get("assignees", ""))
+        assignees = assignee_list(request.POST.get("assignees", ""))
         operations = {
             "claim": (
                 lambda: services.claim(interrupt.pk, actor=request.user),
@@ -387,7 +387,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "may_release": interrupt.claimed_by_id == request.user.pk
             or request.user.has_perm(REASSIGN_PERMISSION),
             "monitor_url": request.user.has_perm("workflows.view_invocation")
-            and _monitor_url(invocation.pk),
+            and monitor_url(invocation.pk),
             "has_view_permission": True,
             "rewind_url": rewind_url(interrupt, request.user),
             "has_passkey": interrupt.require_signature
@@ -397,24 +397,6 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
     class Media:
         css = {"all": ["approvals/approvals.css"]}
         js = ["approvals/countdown.js", "approvals/passkeys.js", "approvals/live.js"]
-
-
-def _standing_in(user: Any, interrupt: Interrupt) -> Any:
-    """The delegation through which `user` would answer `interrupt` (None: as themselves,
-    or with no vote left, which the service says when they try)."""
-    voted = interrupt.decisions.values_list("actor_id", "on_behalf_of_id")
-    try:
-        return voting_for(user, interrupt, [pk for pair in voted for pk in pair])
-    except AlreadyDecidedError:
-        return None
-
-
-def _assignee_list(text: str) -> list[str]:
-    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
-
-
-def _monitor_url(invocation_id: Any) -> str:
-    return reverse("admin:workflows_invocation_change", args=[quote(invocation_id)])
 
 
 @admin.register(Decision)

@@ -41,16 +41,16 @@ from ..engine.state import (
     Checkpoint,
     InterruptRecord,
     InvocationRecord,
-    RewindReads,
     WriteBatch,
 )
 from ..engine.status import InterruptStatus, NodeStatus
-from ..models import OPEN_STATUSES, Interrupt, Invocation, Session, SessionEvent
+from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
 from ..principals import unreachable_quorum
 from . import actions
 from . import statements as sql
 from .actions import AgentActions
 from .dialect import Checked, Dialect
+from .rewinds import RewindReading
 from .rows import (
     EVENT_COLUMNS,
     NODE_RUN_COLUMNS,
@@ -62,9 +62,6 @@ from .rows import (
     loads,
 )
 from .threads import KEEP_ALIVE, in_caller_thread, outside_loop
-
-# The authors of the events that answer a question: a person (or system), or a timeout.
-ANSWER_AUTHORS = ("user", "timeout")
 
 # The dialect of each Django backend (`connection.vendor`); any other runs the portable one.
 DIALECTS = {
@@ -80,7 +77,7 @@ def dialect_for(using: str) -> Dialect:
     return import_string(path)(using) if path else Dialect(using)
 
 
-class DjangoStore(AgentActions):
+class DjangoStore(AgentActions, RewindReading):
     """Store on the ORM (database alias `using`); grants and effects: `AgentActions`."""
 
     def __init__(
@@ -159,28 +156,6 @@ class DjangoStore(AgentActions):
         query, params = sql.interrupts(ids)
         rows = self.dialect.select((self.dialect.locking(query) if lock else query, params))
         return {record.id: record for record in map(interrupt_record, rows)}
-
-    def load_rewind_reads_sync(self, invocation_id: str, interrupt_id: str) -> RewindReads:
-        """What a rewind reads (Store.load_rewind_reads): off the step path, so the ORM
-        where it is simpler; the answer's position without reading the other events."""
-        checkpoint = self.load_checkpoint_sync(invocation_id)
-        if checkpoint is None:
-            raise InvocationNotFoundError(invocation_id)
-        pk = self.dialect.pk(invocation_id)
-        questions = map(interrupt_record, self.dialect.select(sql.invocation_interrupts(pk)))
-        events = SessionEvent.objects.using(self.using).filter(invocation_id=invocation_id)
-        answers = events.filter(author__in=ANSWER_AUTHORS).order_by("-id")
-        position = None
-        for event_pk, responses in answers.values_list("id", "function_responses").iterator():
-            if any(r.get("id") == interrupt_id for r in responses or ()):
-                position = events.filter(id__lt=event_pk).count()
-                break
-        return RewindReads(
-            checkpoint=checkpoint,
-            questions={q.id: q for q in questions},
-            effects=actions.invocation_effects(self.using, invocation_id),
-            answer_position=position,
-        )
 
     def load_events_sync(self, invocation_id: str) -> list[Event]:
         rows = self.dialect.select(sql.events(self.dialect.pk(invocation_id)))
@@ -435,9 +410,6 @@ class DjangoStore(AgentActions):
 
     async def load_interrupts(self, ids: Iterable[str]) -> dict[str, InterruptRecord]:
         return await self._call(self.load_interrupts_sync, list(ids))
-
-    async def load_rewind_reads(self, invocation_id: str, interrupt_id: str) -> RewindReads:
-        return await self._call(self.load_rewind_reads_sync, invocation_id, interrupt_id)
 
     async def load_events(self, invocation_id: str) -> list[Event]:
         return await self._call(self.load_events_sync, invocation_id)
