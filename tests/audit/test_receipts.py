@@ -201,3 +201,22 @@ def test_the_auditors_check_in_the_docs_passes_and_catches_a_forgery(
     forged["entry"]["data"]["response"]["approved"] = False
     failed = run_docs_check(tmp_path, forged, public)
     assert failed.returncode != 0 and "InvalidSignature" in failed.stderr
+
+
+def test_a_receipt_of_an_answer_changed_since_verifies_and_names_the_change(
+    transactional_db, signing_key
+):
+    from tests.factories import grant_answer
+    from workflows import services
+    from workflows.models import AuditEntry
+
+    ada = grant_answer(ApproverFactory(username="ada"), "answer_interrupt", "rewind_interrupt")
+    interrupt = ask()
+    services.decide(interrupt.pk, {"approved": True}, actor=ada)
+    decided = AuditEntry.objects.get(action="decision.recorded")
+    assert "rewound_by" not in receipt(decided)
+    services.rewind(interrupt.pk, {"approved": False}, actor=ada)
+    rewound = AuditEntry.objects.get(action="answer.rewound")
+    later = receipt(decided)
+    assert later["rewound_by"] == [{"id": rewound.id, "entry_hash": rewound.entry_hash}]
+    assert verify_receipt(later, signing_key.public_key()) is True

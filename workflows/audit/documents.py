@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from ..conf import hitl_settings
 from ..models import AuditEntry, Interrupt
+from . import actions
 from .canonical import ENTRY_FIELDS, canonical_json, subject_hash, timestamp
 from .dialects import ENTRIES
 from .entries import entry_content, question_subject
@@ -100,7 +101,19 @@ def entry_receipt(entry: AuditEntry | int) -> dict[str, Any]:
         issued_at=timestamp(timezone.now()),
         private_key=signing_key(),
         legacy=not entry.canonical_text,
+        rewound_by=rewound_since(entry),
     )
+
+
+def rewound_since(entry: AuditEntry) -> list[dict[str, Any]]:
+    """The `answer.rewound` entries of the entry's question after it (DESIGN 3.8): a
+    receipt of an answer later changed still verifies, and says so."""
+    if not entry.interrupt_id:
+        return []
+    later = AuditEntry.objects.filter(
+        interrupt_id=entry.interrupt_id, action=actions.ANSWER_REWOUND, id__gt=entry.id
+    ).order_by("id")
+    return [{"id": e.id, "entry_hash": e.entry_hash} for e in later]
 
 
 def chain_heads(using: str = DEFAULT_DB_ALIAS) -> list[dict[str, Any]]:

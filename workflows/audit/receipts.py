@@ -39,10 +39,12 @@ def signed_receipt(
     issued_at: str,
     private_key: Ed25519PrivateKey,
     legacy: bool = False,
+    rewound_by: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The receipt of `entry` (its id, entry_hash and ENTRY_FIELDS), the `position`-th
     (from 1) of its chain, binding `subject` (what its question asked, or None);
-    `legacy`: of an entry hashed before RFC 8785."""
+    `legacy`: of an entry hashed before RFC 8785. `rewound_by`: the later `answer.rewound`
+    entries of its question ({id, entry_hash}), when its answer was changed since."""
     document = {
         "format": LEGACY_RECEIPT_FORMAT if legacy else RECEIPT_FORMAT,
         "entry": dict(entry),
@@ -50,6 +52,8 @@ def signed_receipt(
         "subject": dict(subject) if subject is not None else None,
         "issued_at": issued_at,
     }
+    if rewound_by:
+        document["rewound_by"] = rewound_by
     return sign(document, private_key, legacy=legacy)
 
 
