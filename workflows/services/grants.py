@@ -97,6 +97,7 @@ def audit_grant_action(
     invocation_id: Any = None,
     interrupt_id: str | None = None,
     path: str = "",
+    reason: str = "",
     **kwargs: Any,
 ) -> None:
     """Each grant action's entry in the audit trail, in the transaction that makes it: a
@@ -119,6 +120,8 @@ def audit_grant_action(
             )
     if path:
         data["path"] = path
+    if reason:
+        data["reason"] = reason
     users = get_user_model().objects.using(using)
     actor = users.filter(pk=actor_id).first() if actor_id is not None else None
     trail.record(

@@ -41,6 +41,7 @@ def report_grant_action(
     invocation_id: Any = None,
     interrupt_id: str | None = None,
     path: str = "",
+    reason: str = "",
 ) -> None:
     """The one place each grant action is reported: in its transaction, then on commit."""
     grant_action.send(
@@ -52,6 +53,7 @@ def report_grant_action(
         invocation_id=invocation_id,
         interrupt_id=interrupt_id,
         path=path,
+        reason=reason,
     )
     signals.announce_grant(
         action, grant_id, using, actor_id=actor_id, invocation_id=invocation_id, path=path
@@ -231,7 +233,13 @@ def _revoke_grants_of(interrupt_ids: set[str], using: str) -> None:
     )
     for grant_id, interrupt_id in live.values_list("id", "interrupt_id"):
         Grant.objects.using(using).filter(pk=grant_id).update(revoked_at=timezone.now())
-        report_grant_action("grant.revoked", grant_id, using, interrupt_id=interrupt_id)
+        report_grant_action(
+            "grant.revoked",
+            grant_id,
+            using,
+            interrupt_id=interrupt_id,
+            reason="the approval that made it was changed (rewind)",
+        )
 
 
 def _create_grants(grants: list[GrantRecord], using: str) -> None:
