@@ -45,7 +45,7 @@ def signed_receipt(
     (from 1) of its chain, binding `subject` (what its question asked, or None);
     `legacy`: of an entry hashed before RFC 8785. `rewound_by`: the later `answer.rewound`
     entries of its question ({id, entry_hash}), when its answer was changed since."""
-    document = {
+    document: dict[str, Any] = {
         "format": LEGACY_RECEIPT_FORMAT if legacy else RECEIPT_FORMAT,
         "entry": dict(entry),
         "chain": {"invocation": entry["invocation"], "position": position},
