@@ -52,7 +52,7 @@ from .gates import GateForm, decision_form, outcome_message
 from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
-from .questions import assignee_list, monitor_url, vote_of
+from .questions import assignee_list, monitor_url, replaced, vote_of
 
 
 class InboxViewFilter(admin.SimpleListFilter):
@@ -369,7 +369,7 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "invocation_input": display.render_value(invocation.input),
             "upstream": [(run.path, display.render_value(run.output)) for run in upstream],
             "decisions": [
-                (decision, display.answer_cell(decision.response))
+                (decision, display.answer_cell(decision.response), replaced(interrupt, decision))
                 for decision in readable_rows(interrupt.decisions.select_related("actor"))
             ],
             "form": form,

@@ -8,8 +8,9 @@ from typing import Any
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
+from workflows.audit import actions
 from workflows.engine.errors import AlreadyDecidedError
-from workflows.models import Interrupt
+from workflows.models import AuditEntry, Interrupt
 from workflows.policy import voting_for
 
 
@@ -32,3 +33,14 @@ def assignee_list(text: str) -> list[str]:
 
 def monitor_url(invocation_id: Any) -> str:
     return reverse("admin:workflows_invocation_change", args=[quote(invocation_id)])
+
+
+def replaced(interrupt: Interrupt, decision: Any) -> bool:
+    """Whether a later change of answer (DESIGN 3.8) replaced what `decision` said: it was
+    given in an earlier round, or before the question's answer was rewound."""
+    if decision.round < interrupt.round:
+        return True
+    changes = AuditEntry.objects.filter(
+        interrupt_id=interrupt.pk, action=actions.ANSWER_REWOUND, created_at__gt=decision.created_at
+    )
+    return changes.exists()

@@ -264,3 +264,12 @@ def test_the_questions_record_in_the_monitor_links_the_change(login):
     assert link in login(bob).get(record).content.decode()
     viewer = grant_answer(ApproverFactory(username="vic"), "view_interrupt")
     assert link not in login(viewer).get(record).content.decode()
+
+
+def test_the_decision_page_marks_a_decision_whose_answer_was_changed_since(login):
+    bob = rewinder(username="bob")
+    interrupt = answered(False, by=bob)
+    note = "replaced: the answer was changed since"
+    assert note not in login(bob).get(decision_url(interrupt)).content.decode()
+    services.rewind(interrupt.pk, {"approved": True}, actor=bob)
+    assert note in login(bob).get(decision_url(interrupt)).content.decode()
