@@ -141,6 +141,7 @@ def demo_server(env: dict[str, str]) -> Iterator[str]:
 
 def page_paths(env: dict[str, str]) -> dict[str, str]:
     """Paths of the pages shown, read from the seeded database before any browser runs."""
+    os.environ.clear()  # the demo's own environment: a DATABASE_URL of the caller's is not it
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     import django
