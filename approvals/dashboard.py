@@ -18,18 +18,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.safestring import mark_safe
 
+from workflows.policy import DASHBOARD_PERMISSIONS, may_view_dashboard
 from workflows.registry import registry
 
 from . import charts
 from .figures import DEFAULT_PERIOD, PERIODS, DashboardFigures, dashboard_figures
 
-DASHBOARD_PERMISSIONS = ("workflows.view_interrupt", "workflows.view_decision")
 TEMPLATE = "approvals/dashboard.html"
 TITLE = "Approvals dashboard"
-
-
-def may_view(user: Any) -> bool:
-    return user.is_active and user.is_staff and user.has_perms(DASHBOARD_PERMISSIONS)
 
 
 class DashboardFilters(forms.Form):
@@ -91,7 +87,7 @@ def pictures(figures: DashboardFigures) -> list[dict[str, Any]]:
 
 def dashboard_view(request: HttpRequest, site: admin.AdminSite = admin.site) -> HttpResponse:
     context: dict[str, Any] = {**site.each_context(request), "title": TITLE}
-    if not may_view(request.user):
+    if not may_view_dashboard(request.user):
         context["permissions"] = DASHBOARD_PERMISSIONS
         return TemplateResponse(request, TEMPLATE, context, status=403)
     filters = DashboardFilters({"period": str(DEFAULT_PERIOD), **request.GET.dict()})

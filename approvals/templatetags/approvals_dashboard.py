@@ -6,11 +6,11 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from approvals.dashboard import may_view
+from workflows.policy import may_view_dashboard
 
 register = template.Library()
 
 
 @register.simple_tag
 def approvals_dashboard_url(user: Any) -> str | None:
-    return reverse("admin:approvals_dashboard") if may_view(user) else None
+    return reverse("admin:approvals_dashboard") if may_view_dashboard(user) else None

@@ -230,6 +230,32 @@ def releasable_interrupts(user: Any, queryset: QuerySet[Interrupt]) -> QuerySet[
     )
 
 
+def release_refusal(user: Any, interrupt: Interrupt) -> str:
+    """Why `user` may not drop the claim on `interrupt` ("" when they may): its claimer
+    may, and so may a supervisor (`workflows.reassign_interrupt`)."""
+    claimer = interrupt.claimed_by
+    if claimer is None or claimer.pk == user.pk or user.has_perm(REASSIGN_PERMISSION):
+        return ""
+    return (
+        f"interrupt {interrupt.pk!r} is claimed by {claimer.get_username()}; only they or a "
+        "supervisor may release it"
+    )
+
+
+def may_read_question(user: Any, interrupt: Interrupt) -> bool:
+    """Whether a question's message and payload are for `user`: the inbox's rule, the
+    answer policy itself (which binds a superuser to the assignees as well)."""
+    return answer_policy().can_answer(user, interrupt)
+
+
+DASHBOARD_PERMISSIONS = ("workflows.view_interrupt", "workflows.view_decision")
+
+
+def may_view_dashboard(user: Any) -> bool:
+    """Whether `user` may see the approvals dashboard (every question's figures)."""
+    return user.is_active and user.is_staff and user.has_perms(DASHBOARD_PERMISSIONS)
+
+
 def may_answer(user: Any, interrupt: Interrupt) -> bool:
     """The answer rule asked the Django way (a superuser may answer anything)."""
     return user.has_perm(ANSWER_PERMISSION, interrupt)

@@ -40,12 +40,12 @@ from workflows import services
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt as Question
 from workflows.models import Invocation, Session
-from workflows.policy import may_use_session
+from workflows.policy import may_read_question, may_use_session
 
 from . import stream
 from .agui_answers import ResumeRefusedError, answer
 from .envelope import envelope
-from .visibility import may_see, withheld
+from .visibility import withheld
 
 ENCODER = EventEncoder()
 REASONS = {
@@ -193,7 +193,7 @@ def finish(run: Run, batch: stream.Batch) -> list[str]:
     ).prefetch_related("decisions")
     answerable, others = [], []
     for question in pending.select_related("invocation").order_by("created_at", "pk"):
-        shown = envelope(question, run.user) if may_see(question, run.user) else None
+        shown = envelope(question, run.user) if may_read_question(run.user, question) else None
         if shown is not None and shown["answerable"]:
             answerable.append(shown)
         else:

@@ -7,15 +7,9 @@ from typing import Any
 
 from workflows.engine import InterruptStatus
 from workflows.models import Interrupt
-from workflows.policy import answer_policy
+from workflows.policy import may_read_question
 
 from .envelope import envelope, question_kind
-
-
-def may_see(interrupt: Interrupt, user: Any) -> bool:
-    """The inbox's rule: a question's payload and message are for those who may answer it
-    (the policy itself, which binds a superuser to the assignees as well)."""
-    return answer_policy().can_answer(user, interrupt)
 
 
 def withheld(interrupt: Interrupt) -> dict[str, Any]:
@@ -31,7 +25,7 @@ def withheld(interrupt: Interrupt) -> dict[str, Any]:
 
 def shown(interrupt: Interrupt, user: Any) -> dict[str, Any]:
     """The question as `user` may see it."""
-    return envelope(interrupt, user) if may_see(interrupt, user) else withheld(interrupt)
+    return envelope(interrupt, user) if may_read_question(user, interrupt) else withheld(interrupt)
 
 
 def questions(ids: list[str]) -> dict[str, Interrupt]:

@@ -20,7 +20,7 @@ from ..engine.errors import (
 )
 from ..engine.status import InterruptStatus
 from ..models import Interrupt
-from ..policy import REASSIGN_PERMISSION, reassign_refusal, require_answerer, require_person
+from ..policy import reassign_refusal, release_refusal, require_answerer, require_person
 from ..transactions import store, write_transaction
 
 
@@ -80,11 +80,9 @@ def release(interrupt_id: str, *, actor: Any) -> Interrupt:
     interrupt = locked_interrupt(interrupt_id)
     if interrupt.claimed_by_id is None:
         return interrupt
-    if interrupt.claimed_by_id != actor.pk and not actor.has_perm(REASSIGN_PERMISSION):
-        raise PermissionDenied(
-            f"interrupt {interrupt.pk!r} is claimed by "
-            f"{_claimer(interrupt)}; only they or a supervisor may release it"
-        )
+    refused = release_refusal(actor, interrupt)
+    if refused:
+        raise PermissionDenied(refused)
     claimer = _claimer(interrupt)
     interrupt.claimed_by, interrupt.claimed_at = None, None
     interrupt.save(update_fields=["claimed_by", "claimed_at"])
