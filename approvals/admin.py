@@ -52,7 +52,7 @@ from .gates import GateForm, decision_form, outcome_message
 from .inbox_views import view_tabs
 from .loading import readable_row, readable_rows
 from .models import Passkey, PendingApproval
-from .questions import assignee_list, monitor_url, replaced, vote_of
+from .questions import assignee_list, monitor_url, replaced_decisions, vote_of
 
 
 class InboxViewFilter(admin.SimpleListFilter):
@@ -360,6 +360,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
                 invocation=invocation, status=NodeStatus.COMPLETED, output__isnull=False
             ).exclude(parent_path="")
         )
+        decisions = readable_rows(interrupt.decisions.select_related("actor"))
+        replaced = replaced_decisions(interrupt, decisions)
         return {
             "title": interrupt.message or f"Interrupt {interrupt.pk}",
             "opts": self.model._meta,
@@ -369,8 +371,8 @@ class PendingApprovalAdmin(ReadOnlyAdmin):
             "invocation_input": display.render_value(invocation.input),
             "upstream": [(run.path, display.render_value(run.output)) for run in upstream],
             "decisions": [
-                (decision, display.answer_cell(decision.response), replaced(interrupt, decision))
-                for decision in readable_rows(interrupt.decisions.select_related("actor"))
+                (decision, display.answer_cell(decision.response), decision.pk in replaced)
+                for decision in decisions
             ],
             "form": form,
             "is_approval": isinstance(form, ApprovalForm),

@@ -35,12 +35,17 @@ def monitor_url(invocation_id: Any) -> str:
     return reverse("admin:workflows_invocation_change", args=[quote(invocation_id)])
 
 
-def replaced(interrupt: Interrupt, decision: Any) -> bool:
-    """Whether a later change of answer (DESIGN 3.8) replaced what `decision` said: it was
-    given in an earlier round, or before the question's answer was rewound."""
-    if decision.round < interrupt.round:
-        return True
-    changes = AuditEntry.objects.filter(
-        interrupt_id=interrupt.pk, action=actions.ANSWER_REWOUND, created_at__gt=decision.created_at
+def replaced_decisions(interrupt: Interrupt, decisions: list[Any]) -> set[Any]:
+    """The ids of `decisions` whose answer a later change (DESIGN 3.8) replaced: given in an
+    earlier round, or before the question's last rewind (one read for them all)."""
+    last_change = (
+        AuditEntry.objects.filter(interrupt_id=interrupt.pk, action=actions.ANSWER_REWOUND)
+        .order_by("-id")
+        .values_list("created_at", flat=True)
+        .first()
     )
-    return changes.exists()
+    return {
+        d.pk
+        for d in decisions
+        if d.round < interrupt.round or (last_change is not None and d.created_at < last_change)
+    }

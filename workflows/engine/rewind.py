@@ -186,6 +186,18 @@ class _Slice:
         self.superseded: list[str] = []
         self.fresh_joins: dict[str, NodeRunState] = {}
         self._walk()
+        own = is_gate_question(record.id) or is_effect_question(record.id)
+        node = node_at(root, self.anchor)
+        self.reexecutes = node is None or node.rerun_on_resume or own
+        self.questions = self._superseded_questions()
+        gone = set(self.superseded)
+        # Answers and waits the reopened runs lose: the rewound question's (it comes back
+        # as the new answer), the superseded ones', and any of a superseded run.
+        self.dropped = {record.id, *self.questions}
+        self.dropped |= {q.id for q in reads.questions.values() if q.path in gone}
+        if self.reexecutes:
+            gone.add(self.anchor)
+        self.effects = [e for e in reads.effects if e.path in gone and e.status in _REPEATING]
 
     # -- the slice -----------------------------------------------------------------------
     def _walk(self) -> None:
@@ -286,7 +298,7 @@ class _Slice:
                 found.append(q.id)
             elif (
                 q.path == self.anchor
-                and self._anchor_reexecutes()
+                and self.reexecutes
                 and asked_after is not None
                 and q.asked_at is not None
                 and q.asked_at > asked_after
@@ -294,22 +306,11 @@ class _Slice:
                 found.append(q.id)  # the anchor asked it after the old answer
         return sorted(found)
 
-    def _anchor_reexecutes(self) -> bool:
-        node = node_at(self.root, self.anchor)
-        own = is_gate_question(self.record.id) or is_effect_question(self.record.id)
-        return node is None or node.rerun_on_resume or own
-
-    def _repeating_effects(self) -> list[EffectRecord]:
-        gone = set(self.superseded)
-        if self._anchor_reexecutes():
-            gone.add(self.anchor)
-        return [e for e in self.reads.effects if e.path in gone and e.status in _REPEATING]
-
     def plan(self) -> RewindPlan:
         return RewindPlan(
             reopened=list(self.reopened),
             superseded=list(self.superseded),
-            questions=self._superseded_questions(),
+            questions=list(self.questions),
             effects=[
                 {
                     "path": e.path,
@@ -318,14 +319,13 @@ class _Slice:
                     "finished_at": e.finished_at,
                     "in_doubt": e.status != EffectStatus.FINISHED,
                 }
-                for e in self._repeating_effects()
+                for e in self.effects
             ],
         )
 
     def batch(self, value: Any, actor: str | None, now: datetime | None) -> WriteBatch:
         record, reads = self.record, self.reads
         invocation = reads.checkpoint.invocation
-        questions = set(self._superseded_questions())
         reopened = copied(
             invocation, status=NodeStatus.RUNNING, output=None, error=None, rewound=True
         )
@@ -345,7 +345,7 @@ class _Slice:
             )
         batch.node_runs.update(self.fresh_joins)
         for path in self.reopened:
-            batch.node_runs[path] = self._reopened(path, questions)
+            batch.node_runs[path] = self._reopened(path)
         batch.interrupt_updates.append(
             copied(
                 record,
@@ -357,27 +357,21 @@ class _Slice:
                 resolved_at=now,
             )
         )
-        for interrupt_id in sorted(questions):
+        for interrupt_id in self.questions:
             question = reads.questions[interrupt_id]
             batch.interrupt_updates.append(
                 copied(question, status=InterruptStatus.SUPERSEDED, consumed=True, deferred=False)
             )
         batch.revoke_grants_of.add(record.id)
-        if self._anchor_reexecutes():
-            batch.effects += [
-                _again(e)
-                for e in self.reads.effects
-                if e.path == self.anchor and e.status in _REPEATING
-            ]
+        batch.effects += [_again(e) for e in self.effects if e.path == self.anchor]
         return batch
 
-    def _reopened(self, path: str, questions: set[str]) -> NodeRunState:
+    def _reopened(self, path: str) -> NodeRunState:
         """A reopened run as stored: RUNNING, waiting on the rewound question, without the
         answers the rewind takes back and with its terminal output withdrawn."""
         state = self.runs[path]
-        dropped = questions | {self.record.id}
-        waits = {i for i in state.interrupt_ids if i not in dropped and i not in self._gone_ids()}
-        kept_inputs = {i: v for i, v in state.resume_inputs.items() if i not in dropped}
+        waits = {i for i in state.interrupt_ids if i not in self.dropped}
+        kept_inputs = {i: v for i, v in state.resume_inputs.items() if i not in self.dropped}
         if path == self.anchor:
             output = state.output if state.status == NodeStatus.WAITING else None
             gate = None if is_gate_question(self.record.id) else state.gate
@@ -392,10 +386,6 @@ class _Slice:
             error=None,
             gate=gate,
         )
-
-    def _gone_ids(self) -> set[str]:
-        gone = set(self.superseded)
-        return {q.id for q in self.reads.questions.values() if q.path in gone}
 
     def _kept_output(self, path: str) -> Any:
         """A workflow run's output when a terminal child outside the slice produced it;

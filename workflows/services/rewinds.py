@@ -21,7 +21,6 @@ from ..audit import actions, trail
 from ..conf import hitl_settings
 from ..dispatch import enqueue_run
 from ..engine.errors import (
-    InvocationNotFoundError,
     NotRewindableError,
     UnknownInterruptError,
 )
@@ -38,6 +37,7 @@ from ..store import DjangoStore
 from ..transactions import store, write_transaction
 from .answer_check import check_answer
 from .answers import actor_id
+from .claims import locked_interrupt
 
 
 def plan_rewind(interrupt_id: str, *, actor: Any) -> RewindPlan:
@@ -45,7 +45,7 @@ def plan_rewind(interrupt_id: str, *, actor: Any) -> RewindPlan:
     changes nothing. Raises what `rewind` raises before its effects check."""
     require_person(actor)
     db = store()
-    interrupt, record = _question(db, interrupt_id)
+    interrupt, record = _question(db, interrupt_id, lock=False)
     require_rewinder(actor, interrupt)
     reads = db.load_rewind_reads_sync(record.invocation_id, interrupt_id)
     record = check_rewindable(interrupt_id, record, reads, by_decisions=_by_decisions(record))
@@ -210,18 +210,20 @@ def _by_decisions(record: InterruptRecord) -> bool:
     return record.request.quorum > 1 or record.request.require_signature
 
 
-def _question(db: DjangoStore, interrupt_id: str) -> tuple[Interrupt, InterruptRecord]:
-    """The question (model and record), its invocation's row locked first (the one lock
-    order); UnknownInterruptError when there is none."""
-    checked_interrupt_id(interrupt_id)
-    record = db.load_interrupts_sync([interrupt_id]).get(interrupt_id)
-    if record is None:
-        raise UnknownInterruptError(interrupt_id)
-    try:
-        db.lock_invocation_sync(record.invocation_id)
-    except InvocationNotFoundError:
-        raise UnknownInterruptError(interrupt_id) from None
-    interrupt = Interrupt.objects.select_related("invocation").get(pk=interrupt_id)
+def _question(
+    db: DjangoStore, interrupt_id: str, *, lock: bool = True
+) -> tuple[Interrupt, InterruptRecord]:
+    """The question (model and record), with `lock` its invocation's row and its own
+    locked in the one lock order (`claims.locked_interrupt`); UnknownInterruptError when
+    there is none."""
+    if lock:
+        interrupt = locked_interrupt(interrupt_id)
+    else:
+        checked_interrupt_id(interrupt_id)
+        found = Interrupt.objects.select_related("invocation").filter(pk=interrupt_id).first()
+        if found is None:
+            raise UnknownInterruptError(interrupt_id)
+        interrupt = found
     return interrupt, db.load_interrupts_sync([interrupt_id])[interrupt_id]
 
 

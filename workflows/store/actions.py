@@ -231,8 +231,9 @@ def _revoke_grants_of(interrupt_ids: set[str], using: str) -> None:
     live = Grant.objects.using(using).filter(
         interrupt_id__in=sorted(interrupt_ids), revoked_at__isnull=True
     )
+    now = timezone.now()
     for grant_id, interrupt_id in live.values_list("id", "interrupt_id"):
-        Grant.objects.using(using).filter(pk=grant_id).update(revoked_at=timezone.now())
+        Grant.objects.using(using).filter(pk=grant_id).update(revoked_at=now)
         report_grant_action(
             "grant.revoked",
             grant_id,
