@@ -6,8 +6,9 @@ delegated or decided.
 Interrupt; the context holds `step` (reminded, escalated: the index in its ladder),
 `status` (decided: resolved, expired or cancelled) or `delegation` (delegated: the
 Delegation, whose delegate is told about the delegator's question). A notifier may
-define `enabled()`: when it returns False the notifier is skipped, and when no notifier
-is enabled nothing is enqueued.
+define `enabled()`: when it returns False the notifier is skipped; and `events`, the
+events it is told about (every one when it has none). When no enabled notifier wants an
+event nothing is enqueued: no task, no read, no NotificationAttempt.
 
 Each event is one Celery task (workflows.tasks.notify), enqueued after the transaction
 commits. The task calls every notifier for every question the event concerns and records
@@ -58,13 +59,15 @@ def notifier_path(notifier: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def active_notifiers() -> dict[str, Any]:
-    """An instance of each notifier HITL["NOTIFIERS"] names that is enabled, by path."""
+def active_notifiers(event: str | None = None) -> dict[str, Any]:
+    """An instance of each notifier HITL["NOTIFIERS"] names that is enabled (and wants
+    `event`, when given), by path."""
     instances = (cls() for cls in hitl_settings.NOTIFIERS)
     return {
         notifier_path(notifier): notifier
         for notifier in instances
         if getattr(notifier, "enabled", lambda: True)()
+        and (event is None or event in getattr(notifier, "events", NOTIFY_EVENTS))
     }
 
 
@@ -85,7 +88,7 @@ def enqueue(event: str, interrupt_ids: list[str], **context: Any) -> None:
 
 def _publish(event: str, interrupt_ids: list[str], context: dict[str, Any]) -> None:
     try:
-        if not active_notifiers():
+        if not active_notifiers(event):
             return
         dispatch.send(
             dispatch.NOTIFY,
@@ -193,7 +196,7 @@ def deliver(
     First (`retrying` None) every enabled notifier for each question; on a retry only the
     calls `retrying` lists, as [interrupt id, notifier path, extra context]. Returns the
     calls that failed, in that form."""
-    notifiers = active_notifiers()
+    notifiers = active_notifiers(event)
     arguments = dict(context)
     delegation_id = arguments.pop("delegation_id", None)
     if delegation_id is not None:

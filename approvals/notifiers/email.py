@@ -17,7 +17,7 @@ from workflows.conf import hitl_settings
 from workflows.engine.principals import parse_assignee
 from workflows.engine.status import InterruptStatus
 from workflows.models import Delegation, Interrupt
-from workflows.notifications import DECIDED, REMINDED, Undelivered
+from workflows.notifications import DELEGATED, ESCALATED, OPENED, REMINDED, Undelivered
 from workflows.policy import answer_policy
 
 from ..links import decision_urls, page_url
@@ -47,7 +47,10 @@ def subject_line(interrupt: Interrupt, event: str = "opened") -> str:
 
 class EmailNotifier:
     """Opened, reminded, escalated: e-mail the assignees (after an escalation, the new
-    ones); delegated: e-mail the delegate. A decided question needs no mail."""
+    ones); delegated: e-mail the delegate. A decided question needs no mail: not told
+    of it, an answer enqueues no notification."""
+
+    events = frozenset({OPENED, REMINDED, ESCALATED, DELEGATED})
 
     def enabled(self) -> bool:
         return bool(hitl_settings.EMAIL_NOTIFICATIONS)
@@ -63,7 +66,7 @@ class EmailNotifier:
     ) -> None:
         """Send each recipient a message of their own; when some fail, raise Undelivered
         naming each of them, so that the retry (`only` their user ids) repeats no mail."""
-        if event == DECIDED or interrupt.status != InterruptStatus.PENDING:
+        if interrupt.status != InterruptStatus.PENDING:
             return
         people = [delegation.delegate] if delegation is not None else recipients(interrupt)
         if only is not None:

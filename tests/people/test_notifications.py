@@ -139,6 +139,33 @@ def test_a_decided_question_is_told_with_its_outcome():
     assert calls == [("decided", interrupt.pk, {"status": InterruptStatus.RESOLVED})]
 
 
+class OpenedOnly(Recorder):
+    events = frozenset({"opened"})
+
+
+@override_settings(HITL={"NOTIFIERS": [f"{HERE}.OpenedOnly", RECORDER]})
+def test_a_notifier_is_told_only_the_events_it_names():
+    ada = ApproverFactory(username="ada")
+    interrupt = ask(assignees=["user:ada"])
+    services.decide(interrupt.pk, {"approved": True}, actor=ada)
+    told = NotificationAttempt.objects.order_by("pk").values_list("notifier", "event")
+    assert list(told) == [
+        (f"{HERE}.OpenedOnly", "opened"),
+        (RECORDER, "opened"),
+        (RECORDER, "decided"),
+    ]
+
+
+@override_settings(HITL={"NOTIFIERS": [f"{HERE}.OpenedOnly"]})
+def test_an_event_no_notifier_wants_enqueues_nothing():
+    ada = ApproverFactory(username="ada")
+    interrupt = ask(assignees=["user:ada"])
+    with mock.patch.object(dispatch, "send", wraps=dispatch.send) as send:
+        services.decide(interrupt.pk, {"approved": True}, actor=ada)
+    assert [c.args[0] for c in send.call_args_list] == [dispatch.RUN_INVOCATION]
+    assert list(NotificationAttempt.objects.values_list("event", flat=True)) == ["opened"]
+
+
 @override_settings(HITL={"NOTIFIERS": [RECORDER]})
 def test_a_delegate_is_told_of_the_delegators_pending_questions():
     ada, bob = ApproverFactory(username="ada"), ApproverFactory(username="bob")
