@@ -6,9 +6,11 @@ delegated or decided.
 Interrupt; the context holds `step` (reminded, escalated: the index in its ladder),
 `status` (decided: resolved, expired or cancelled) or `delegation` (delegated: the
 Delegation, whose delegate is told about the delegator's question). A notifier may
-define `enabled()`: when it returns False the notifier is skipped; and `events`, the
-events it is told about (every one when it has none). When no enabled notifier wants an
-event nothing is enqueued: no task, no read, no NotificationAttempt.
+define `enabled()`: when it returns False the notifier is skipped; `events`, the events
+it is told about (every one when it has none); and `assigned_only = True` when it tells
+only a question's assignees (an opened question assigned to no one is not its concern).
+When no enabled notifier wants an event nothing is enqueued: no task, no read, no
+NotificationAttempt.
 
 Each event is one Celery task (workflows.tasks.notify), enqueued after the transaction
 commits. The task calls every notifier for every question the event concerns and records
@@ -59,15 +61,16 @@ def notifier_path(notifier: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def active_notifiers(event: str | None = None) -> dict[str, Any]:
+def active_notifiers(event: str | None = None, *, unassigned: bool = False) -> dict[str, Any]:
     """An instance of each notifier HITL["NOTIFIERS"] names that is enabled (and wants
-    `event`, when given), by path."""
+    `event`, when given; `unassigned`: about a question assigned to no one), by path."""
     instances = (cls() for cls in hitl_settings.NOTIFIERS)
     return {
         notifier_path(notifier): notifier
         for notifier in instances
         if getattr(notifier, "enabled", lambda: True)()
         and (event is None or event in getattr(notifier, "events", NOTIFY_EVENTS))
+        and not (unassigned and getattr(notifier, "assigned_only", False))
     }
 
 
@@ -79,16 +82,22 @@ def backoff(attempt: int) -> float:
 # --- enqueueing (the write path's side: never raises) ---------------------------------------
 
 
-def enqueue(event: str, interrupt_ids: list[str], **context: Any) -> None:
+def enqueue(
+    event: str, interrupt_ids: list[str], *, unassigned: bool = False, **context: Any
+) -> None:
     """Publish one notify task for `event` once the current transaction commits (at once
-    outside one). `context` must be JSON: it travels through the broker."""
+    outside one), when a notifier wants it (`unassigned`: the questions are assigned to no
+    one). `context` must be JSON: it travels through the broker."""
     # robust: another on-commit callback that fails does not skip this one.
-    transaction.on_commit(partial(_publish, event, interrupt_ids, context), robust=True)
+    publish = partial(_publish, event, interrupt_ids, context, unassigned)
+    transaction.on_commit(publish, robust=True)
 
 
-def _publish(event: str, interrupt_ids: list[str], context: dict[str, Any]) -> None:
+def _publish(
+    event: str, interrupt_ids: list[str], context: dict[str, Any], unassigned: bool = False
+) -> None:
     try:
-        if not active_notifiers(event):
+        if not active_notifiers(event, unassigned=unassigned):
             return
         dispatch.send(
             dispatch.NOTIFY,
@@ -127,8 +136,11 @@ def _guarded(receiver: Any) -> Any:
 
 
 @_guarded
-def on_interrupt_opened(sender: Any, interrupt_id: str, **kwargs: Any) -> None:
-    enqueue(OPENED, [interrupt_id])
+def on_interrupt_opened(
+    sender: Any, interrupt_id: str, assignees: list[str] | None = None, **kwargs: Any
+) -> None:
+    # (`assignees` None: a sender that does not say; the notifiers are asked.)
+    enqueue(OPENED, [interrupt_id], unassigned=assignees == [])
 
 
 @_guarded

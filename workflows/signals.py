@@ -1,6 +1,7 @@
 """Signals sent after the transaction that caused them commits.
 
-- interrupt_opened(interrupt_id, invocation_id): a node asked a question.
+- interrupt_opened(interrupt_id, invocation_id, assignees): a node asked a question
+  (`assignees` as it names them; empty: anyone the answer policy allows).
 - interrupt_resolved(interrupt_id, invocation_id, status): answered, expired or cancelled.
 - invocation_finished(invocation_id, status, rewound): COMPLETED, FAILED or CANCELLED;
   `rewound` True when it finishes again after a rewind changed an answer (DESIGN 3.8).
@@ -79,6 +80,7 @@ def announce(batch: WriteBatch, using: str) -> None:
             using=using,
             interrupt_id=record.id,
             invocation_id=invocation_id,
+            assignees=list(record.request.assignees or ()),
         )
     for resolution in batch.resolutions:
         send_on_commit(

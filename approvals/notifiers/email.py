@@ -51,6 +51,7 @@ class EmailNotifier:
     of it, an answer enqueues no notification."""
 
     events = frozenset({OPENED, REMINDED, ESCALATED, DELEGATED})
+    assigned_only = True  # it mails assignees (or a delegate), never a channel
 
     def enabled(self) -> bool:
         return bool(hitl_settings.EMAIL_NOTIFICATIONS)

@@ -156,6 +156,20 @@ def test_a_notifier_is_told_only_the_events_it_names():
     ]
 
 
+class AssignedOnly(Recorder):
+    assigned_only = True
+
+
+@override_settings(HITL={"NOTIFIERS": [f"{HERE}.AssignedOnly"]})
+def test_a_notifier_of_assignees_only_is_not_told_of_a_question_assigned_to_no_one():
+    with mock.patch.object(dispatch, "send", wraps=dispatch.send) as send:
+        ask()
+    assert [c.args[0] for c in send.call_args_list] == [dispatch.RUN_INVOCATION]
+    assert calls == [] and not NotificationAttempt.objects.exists()
+    assigned = ask(assignees=["user:ada"])
+    assert calls == [("opened", assigned.pk, {})]
+
+
 @override_settings(HITL={"NOTIFIERS": [f"{HERE}.OpenedOnly"]})
 def test_an_event_no_notifier_wants_enqueues_nothing():
     ada = ApproverFactory(username="ada")

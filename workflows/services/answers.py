@@ -46,8 +46,11 @@ def _checked_direct_answers(
     """Every rule of each question answered directly (`check_answer`; the system, `actor`
     None, only a gate's grant request); unknown ids are left to accept_responses. Returns,
     by interrupt id, the delegator `actor` answers for where they may only as a delegate."""
-    rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
-    questions = {interrupt.pk: interrupt for interrupt in rows}
+    if actor is None:  # the system's check reads only the id and payload: no second read
+        questions = {pk: Interrupt(id=pk, payload=r.request.payload) for pk, r in interrupts.items()}
+    else:
+        rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
+        questions = {interrupt.pk: interrupt for interrupt in rows}
     stand_ins = {}
     for index, response in enumerate(responses):
         interrupt = questions.get(response.id)
