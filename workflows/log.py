@@ -4,8 +4,9 @@
   unknown), so a formatter can print `%(invocation_id)s %(node_path)s`. Add it to your
   handlers (docs/deployment.md shows the LOGGING dict); a Celery worker's own handlers get
   it automatically.
-- While a worker runs `workflows.tasks.run_invocation`, the invocation id is known to every
-  log call (Celery's task signals set it; connected in WorkflowsConfig.ready()).
+- While `workflows.tasks.run_invocation` runs, the invocation id is known to every log
+  call: the task sets it for its body (in a worker, or called in process), and Celery's
+  task signals for Celery's own lines around it (connected in WorkflowsConfig.ready()).
 - Inside a node, `node_logger(ctx)` is a logger whose records carry that node's path.
 - `log_context(invocation_id=..., node_path=...)` sets them for a block of your own code.
 """

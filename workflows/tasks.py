@@ -8,6 +8,7 @@ from celery import Task, shared_task
 from . import dispatch, notifications, services, webhooks
 from .audit import documents
 from .conf import hitl_settings
+from .log import log_context
 from .models import IdempotencyKey
 
 
@@ -20,11 +21,13 @@ from .models import IdempotencyKey
     max_retries=None,
 )
 def run_invocation(self: Task, invocation_id: str) -> None:
-    retry_after = services.execute(invocation_id)
+    with log_context(invocation_id=invocation_id):
+        retry_after = services.execute(invocation_id)
     # Another run holds the lease. If it is alive it picks up this work itself; if its
     # worker died, the lease expires and this delivery takes over then, instead of the
-    # work waiting for recover_stalled. (In-process tasks run inside that other run.)
-    if retry_after is not None and not self.request.is_eager:
+    # work waiting for recover_stalled. (In-process runs run inside that other run.)
+    in_process = self.request.is_eager or self.request.called_directly
+    if retry_after is not None and not in_process:
         raise self.retry(countdown=retry_after + 0.5)
 
 

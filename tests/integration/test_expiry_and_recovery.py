@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from workflows import services, signals
+from workflows import dispatch, services, signals
 from workflows.engine import (
     DefaultResponse,
     FunctionResponse,
@@ -26,7 +26,6 @@ from workflows.engine.runner import Runner
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Interrupt, Invocation, NodeRun, SessionEvent
 from workflows.registry import registry
-from workflows.tasks import run_invocation
 
 from .worker import wait_for
 
@@ -200,9 +199,7 @@ def test_retry_after_a_deadline_failure_asks_again(register_workflow, finished):
 def enqueued(monkeypatch) -> list[list[Any]]:
     """Record run tasks instead of running them: the test plays the worker."""
     calls: list[list[Any]] = []
-    monkeypatch.setattr(
-        run_invocation, "apply_async", lambda args=None, **kw: calls.append(list(args or []))
-    )
+    monkeypatch.setattr(dispatch, "send_run", lambda pk: calls.append([str(pk)]))
     return calls
 
 

@@ -164,7 +164,7 @@ class AssignedOnly(Recorder):
 def test_a_notifier_of_assignees_only_is_not_told_of_a_question_assigned_to_no_one():
     with mock.patch.object(dispatch, "send", wraps=dispatch.send) as send:
         ask()
-    assert [c.args[0] for c in send.call_args_list] == [dispatch.RUN_INVOCATION]
+    assert send.call_args_list == []
     assert calls == [] and not NotificationAttempt.objects.exists()
     assigned = ask(assignees=["user:ada"])
     assert calls == [("opened", assigned.pk, {})]
@@ -176,7 +176,7 @@ def test_an_event_no_notifier_wants_enqueues_nothing():
     interrupt = ask(assignees=["user:ada"])
     with mock.patch.object(dispatch, "send", wraps=dispatch.send) as send:
         services.decide(interrupt.pk, {"approved": True}, actor=ada)
-    assert [c.args[0] for c in send.call_args_list] == [dispatch.RUN_INVOCATION]
+    assert send.call_args_list == []
     assert list(NotificationAttempt.objects.values_list("event", flat=True)) == ["opened"]
 
 

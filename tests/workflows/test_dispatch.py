@@ -24,6 +24,7 @@ def test_a_broker_that_cannot_take_the_run_leaves_the_start_stored_and_warns(mon
         raise OperationalError("connection refused")
 
     run_task = dispatch.registered_task(dispatch.RUN_INVOCATION)
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)  # a broker, not eager
     monkeypatch.setattr(run_task, "apply_async", broker_down)
     with caplog.at_level(logging.WARNING, logger="workflows.dispatch"):
         invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
@@ -46,6 +47,13 @@ def test_a_task_this_process_does_not_know_is_published_by_name(monkeypatch):
     monkeypatch.setattr(app, "send_task", lambda name, **options: sent.append((name, options)))
     dispatch.send("reports.tasks.weekly", [7], countdown=5)
     assert sent == [("reports.tasks.weekly", {"args": [7], "countdown": 5})]
+
+
+def test_an_eager_run_is_the_task_called_in_process_without_celerys_apply(monkeypatch):
+    run_task = dispatch.registered_task(dispatch.RUN_INVOCATION)
+    monkeypatch.setattr(run_task, "apply_async", lambda **options: pytest.fail("applied"))
+    invocation = services.start("test_expense", {"employee": "Ada", "amount": 420.0})
+    assert Invocation.objects.get(pk=invocation.pk).status == NodeStatus.WAITING
 
 
 def test_eager_mode_needs_the_task_itself():

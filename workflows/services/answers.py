@@ -47,7 +47,10 @@ def _checked_direct_answers(
     None, only a gate's grant request); unknown ids are left to accept_responses. Returns,
     by interrupt id, the delegator `actor` answers for where they may only as a delegate."""
     if actor is None:  # the system's check reads only the id and payload: no second read
-        questions = {pk: Interrupt(id=pk, payload=r.request.payload) for pk, r in interrupts.items()}
+        questions = {
+            pk: Interrupt(id=pk, payload=record.request.payload)
+            for pk, record in interrupts.items()
+        }
     else:
         rows = Interrupt.objects.filter(pk__in=list(interrupts)).select_related("invocation")
         questions = {interrupt.pk: interrupt for interrupt in rows}
