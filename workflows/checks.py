@@ -16,7 +16,7 @@ from django.utils.module_loading import import_string
 
 from .audit.documents import SIGNING_KEY_HINT
 from .audit.signing import load_private_key
-from .conf import DEFAULTS, hitl_settings
+from .conf import CHOICES, DEFAULTS, hitl_settings
 from .registry import registry
 from .schedule import PERIODIC_JOBS
 
@@ -148,6 +148,15 @@ def check_hitl_settings(**kwargs: Any) -> list[CheckMessage]:
             messages.append(
                 Error(
                     f'HITL["{key}"] is {type(value).__name__} {value!r}; it must be {names}.',
+                    hint=f"The default is {DEFAULTS[key]!r}; see docs/reference.md.",
+                    id="workflows.E004",
+                )
+            )
+        elif key in CHOICES and value not in CHOICES[key]:
+            words = " or ".join(repr(word) for word in CHOICES[key])
+            messages.append(
+                Error(
+                    f'HITL["{key}"] is {value!r}; it must be {words}.',
                     hint=f"The default is {DEFAULTS[key]!r}; see docs/reference.md.",
                     id="workflows.E004",
                 )

@@ -24,6 +24,13 @@ DEFAULTS: dict[str, Any] = {
     # max_prepared_statements set, and a worker must restart after a migration changes
     # the tables. See docs/performance.md for what it saves.
     "POSTGRES_PREPARED_STATEMENTS": False,
+    # When a node's transition is durable on PostgreSQL (docs/performance.md,
+    # "Durability"): "sync", on disk before the next node's body starts; "async", a
+    # transition in the middle of a pass commits without waiting for the disk (its
+    # transaction's synchronous_commit off), and the next durable commit (an effect, a
+    # question, an answer, the pass's end) flushes it with all before it. A server crash
+    # may lose the transitions since then: those nodes run again, as after a worker crash.
+    "DURABILITY": "sync",
     # Seconds a Celery worker keeps a database connection between tasks when the
     # database's CONN_MAX_AGE is Django's default 0 (a kept connection is pinged before
     # each task's first query; see workflows/worker/connections.py). 0: Celery's default,
@@ -128,6 +135,9 @@ DEFAULTS: dict[str, Any] = {
     "STREAM_POLL_SECONDS": 0.5,
 }
 
+
+# The settings that take one of a few words.
+CHOICES: dict[str, tuple[str, ...]] = {"DURABILITY": ("sync", "async")}
 
 # The settings that name a class (or a list of classes) by dotted path: read as the
 # class itself, imported on first use and kept until the settings change.

@@ -243,6 +243,7 @@ def target_rows(data: dict[str, Any]) -> list[list[str]]:
             "hitl PostgreSQL prepared",
             2.0,
         ),
+        ("PostgreSQL async: at most half of PostgresSaver async", "hitl PostgreSQL async", 2.0),
         ("SQLite: at most half of SqliteSaver sync", "hitl SQLite", 2.0),
         ("in memory: 10x under InMemorySaver", "hitl memory", 10.0),
         ("10x under ADK DatabaseSessionService (SQLite)", "hitl SQLite", 10.0),
@@ -250,6 +251,7 @@ def target_rows(data: dict[str, Any]) -> list[list[str]]:
     others = {
         "hitl PostgreSQL": "LangGraph PostgresSaver sync",
         "hitl PostgreSQL prepared": "LangGraph PostgresSaver sync",
+        "hitl PostgreSQL async": "LangGraph PostgresSaver async",
         "hitl SQLite": "LangGraph SqliteSaver sync",
         "hitl memory": "LangGraph InMemorySaver",
     }

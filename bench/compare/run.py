@@ -62,6 +62,14 @@ CONFIGS = [
     Config(
         "hitl PostgreSQL prepared", "hitl", "postgres", PREPARED, database=scratch("h_perf_prep")
     ),
+    # HITL["DURABILITY"] "async": mid-pass transitions commit without waiting for the disk.
+    Config(
+        "hitl PostgreSQL async",
+        "hitl",
+        "postgres",
+        {"hitl": {"DURABILITY": "async"}},
+        database=scratch("h_perf_async"),
+    ),
     # The node transition as the one-statement CTE instead of the store's function.
     Config(
         "hitl PostgreSQL CTE",
@@ -85,7 +93,7 @@ CONFIGS = [
         "langgraph",
         "postgres",
         {"durability": "async"},
-        baseline="hitl PostgreSQL",
+        baseline="hitl PostgreSQL async",
         database=scratch("h_perf_lga"),
     ),
     Config("ADK InMemorySessionService", "adk", "memory", baseline="hitl memory"),

@@ -144,6 +144,7 @@ def test_hitl_must_be_a_dict():
         ({"MAX_DELIVERIES": True}, 'HITL["MAX_DELIVERIES"] is bool True; it must be int or float.'),
         ({"WORKFLOW_MODULES": "myapp.flows"}, "it must be list or tuple."),
         ({"EMAIL_NOTIFICATIONS": 1}, "it must be bool."),
+        ({"DURABILITY": "fast"}, "HITL[\"DURABILITY\"] is 'fast'; it must be 'sync' or 'async'."),
     ],
 )
 def test_wrong_value_types(hitl, message):

@@ -55,6 +55,7 @@ VARIABLES = [
     ("p_output", "jsonb", "output"),
     ("p_error", "text", "error"),
     ("p_final", "boolean", "final"),
+    ("p_durable", "boolean", "durable"),  # false: HITL["DURABILITY"] "async", mid-pass
 ]
 
 # The statements of its body; `p_` names are its parameters and variables, `r` a row of
@@ -85,6 +86,9 @@ BODY = """
 DECLARE
 {declarations}
 BEGIN
+    IF NOT p_durable THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     {0};
     IF NOT FOUND THEN
         RETURN false;

@@ -209,6 +209,7 @@ class PostgreSQLDialect(Dialect):
             "events": event_items(batch.events),
             "consumed": sorted(batch.consumed),
             "deferred": sorted(batch.deferred),
+            "durable": self._durable(batch),
         }
         if invocation is not None:
             document["status"] = invocation.status
@@ -217,6 +218,16 @@ class PostgreSQLDialect(Dialect):
             document["final"] = invocation.status.is_final
         params = [self.pk(batch.invocation_id), self.adapt_datetime(now), dumps(document)]
         return functions.call(self.using), params
+
+    def _durable(self, batch: WriteBatch) -> bool:
+        """Whether this step's commit waits for the disk: always but with
+        HITL["DURABILITY"] "async" in the middle of a pass, in a transaction of its own
+        (a caller's transaction keeps the durability it has)."""
+        if hitl_settings.DURABILITY != "async" or batch.release_lease:
+            return True
+        if batch.invocation is not None and batch.invocation.status.is_final:
+            return True
+        return connections[self.using].in_atomic_block
 
     def take_lease(
         self, take: Statement, reads: tuple[Statement, Statement]
