@@ -7,12 +7,15 @@ from django.db.models.signals import post_migrate
 
 
 def install_store_functions(using: str = "default", **kwargs: Any) -> None:
-    """The store's server-side function on PostgreSQL, of the installed code's shape,
-    (re)created after every migrate (workflows/store/functions.py)."""
+    """The server-side functions on PostgreSQL (the store's node transition, the audit
+    trail's append), of the installed code's shape, (re)created after every migrate
+    (workflows/store/functions.py, workflows/audit/functions.py)."""
     if connections[using].vendor == "postgresql":
+        from .audit import functions as audit_functions
         from .store import functions
 
         functions.install(using)
+        audit_functions.install(using)
 
 
 class WorkflowsConfig(AppConfig):

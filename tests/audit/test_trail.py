@@ -113,3 +113,55 @@ def test_on_behalf_of_is_recorded_and_hashed():
     stored = AuditEntry.objects.get(pk=entry.pk)
     assert (stored.actor, stored.on_behalf_of) == (ada, bob)
     assert entry_content(stored)["on_behalf_of"] == str(bob.pk)
+
+
+@pytest.mark.parametrize("function", [True, False], ids=["function", "statement"])
+def test_on_postgresql_an_entry_is_one_call_of_the_append_function_or_its_statement(
+    function, monkeypatch
+):
+    """The server-side append (audit/functions.py) and the one-statement CTE it replaces
+    write the same chain, which verifies; with the function installed, it is used."""
+    from django.db import connection
+
+    from tests.integration.worker import require_postgres
+    from workflows.audit import functions
+    from workflows.audit.verify import verify
+
+    require_postgres("the append function is PL/pgSQL")
+    monkeypatch.setitem(functions._installed, connection.alias, function)
+    question, ada = ask(), ApproverFactory(username="ada")
+    name, _ = functions.definition(connection.alias, True)
+    with CaptureStatements() as sent:
+        claimed = trail.record("interrupt.claimed", interrupt=question, actor=ada)
+        system = trail.record("delegation.created", actor=ada, data={"to": "bob"})
+    calls = [sql for sql in sent if f" FROM {name}(" in sql]
+    assert len(calls) == (2 if function else 0)
+    assert head(question.invocation_id) == claimed.entry_hash
+    assert AuditChainHead.objects.get().entry_hash == system.entry_hash
+    stored = AuditEntry.objects.get(pk=claimed.pk)
+    assert (stored.prev_hash, stored.entry_hash) == (claimed.prev_hash, claimed.entry_hash)
+    assert hashlib.sha256(stored.canonical_text.encode()).hexdigest() == stored.entry_hash
+    report = verify(question.invocation_id)
+    assert report.ok and report.entries >= 2, report.problems
+
+
+class CaptureStatements:
+    """The statements psycopg sends while active."""
+
+    def __enter__(self) -> list[str]:
+        import psycopg
+
+        self.sent: list[str] = []
+        self.execute = execute = psycopg.Cursor.execute
+
+        def recording(cursor, query, *args, **kwargs):
+            self.sent.append(str(query))
+            return execute(cursor, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = recording
+        return self.sent
+
+    def __exit__(self, *exc) -> None:
+        import psycopg
+
+        psycopg.Cursor.execute = self.execute

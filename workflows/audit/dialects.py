@@ -63,8 +63,14 @@ APPEND = (
     "RETURNING entry.id, entry.prev_hash, entry.entry_hash, entry.created_at"
 )
 # The time as canonical.timestamp writes it: UTC with USE_TZ, else the session's zone.
-UTC_STAMP = """to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
-LOCAL_STAMP = """to_char(at, 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
+UTC_STAMP = """to_char({at} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
+LOCAL_STAMP = """to_char({at}, 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
+
+
+def stamp(at: str, use_tz: bool) -> str:
+    """The SQL of time `at` as canonical.timestamp writes it."""
+    return (UTC_STAMP if use_tz else LOCAL_STAMP).format(at=at)
+
 
 # Placeholders for the two values the server fills in: NUL cannot occur in what
 # PostgreSQL stores as JSON, so they occur once each in an entry's canonical JSON.
@@ -126,20 +132,30 @@ class SqliteTrail:
 
 
 class PostgresTrail(SqliteTrail):
-    """PostgreSQL: one statement, one round trip (APPEND), the time from the server's
-    clock; the hash it computed is checked here against the canonical form."""
+    """PostgreSQL: one round trip, the time from the server's clock; the hash it computed
+    is checked here against the canonical form. The audit function's call (`function`,
+    audit/functions.py: its plans kept by the server) when installed, else one statement
+    (APPEND)."""
+
+    def __init__(self, connection: Any, function: str | None = None) -> None:
+        super().__init__(connection)
+        self.function = function
 
     def append(self, cursor: Any, entry: AuditEntry, values: list[Any], chain: Chain) -> bool:
         entry.prev_hash = HEAD_MARK  # (created_at is not set yet: the server sets it)
         text = canonical_json({**entry_content(entry), "created_at": TIME_MARK}).decode("utf-8")
         before_time, _, rest = text.partition(json_text(TIME_MARK))
         before_head, _, after_head = rest.partition(json_text(HEAD_MARK))
-        cursor.execute(
-            append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
-            [GENESIS, chain.row, before_time, before_head, after_head, *values, chain.row],
-        )
+        pieces = [GENESIS, before_time, before_head, after_head]
+        if self.function is not None:  # the chain is the entry's invocation's, or the system's
+            cursor.execute(self.function, [*pieces, *values])
+        else:
+            cursor.execute(
+                append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
+                [GENESIS, chain.row, *pieces[1:], *values, chain.row],
+            )
         row = cursor.fetchone()
-        if row is None:
+        if row is None or row[0] is None:
             return False
         entry.id, entry.prev_hash, digest, entry.created_at = row
         entry.canonical_text = entry_text(entry_content(entry))
@@ -161,13 +177,4 @@ def append_statement(table: str, column: str, use_tz: bool, using: str) -> str:
     connection = connections[using]
     types = {f.column: f.db_type(connection) for f in AuditEntry._meta.concrete_fields}
     casts = ", ".join(f"CAST(%s AS {types[c]})" for c in VALUE_COLUMNS)
-    return APPEND.format(
-        table=table, column=column, casts=casts, stamp=UTC_STAMP if use_tz else LOCAL_STAMP
-    )
-
-
-def dialect(using: str) -> SqliteTrail:
-    connection = connections[using]
-    if connection.vendor == "postgresql":
-        return PostgresTrail(connection)
-    return SqliteTrail(connection)
+    return APPEND.format(table=table, column=column, casts=casts, stamp=stamp("at", use_tz))

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from ..models import AuditEntry, Interrupt, Invocation
 from ..store import DjangoStore
+from . import functions
 from .actions import ACTIONS
 from .canonical import GENESIS, canonical_json, subject_hash
-from .dialects import ENSURE_SYSTEM_HEAD, SYSTEM_CHAIN, dialect, invocation_chain
+from .dialects import (
+    ENSURE_SYSTEM_HEAD,
+    SYSTEM_CHAIN,
+    PostgresTrail,
+    SqliteTrail,
+    invocation_chain,
+)
 from .entries import entry_content, question_subject
 
 __all__ = ["entry_content", "question_subject", "record"]
@@ -84,3 +92,12 @@ def record(
             raise Invocation.DoesNotExist(f"no invocation {entry.invocation_id}")
     entry._state.adding, entry._state.db = False, using
     return entry
+
+
+def dialect(using: str) -> SqliteTrail:
+    """The statements that append an entry on database `using`."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return SqliteTrail(connection)
+    installed = functions.installed(using)
+    return PostgresTrail(connection, functions.call(using, settings.USE_TZ) if installed else None)

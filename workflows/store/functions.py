@@ -188,10 +188,15 @@ def installed(using: str) -> bool:
     process and alias, and again after `install`)."""
     found = _installed.get(using)
     if found is None:
-        with connections[using].cursor() as cursor:
-            cursor.execute("SELECT to_regproc(%s) IS NOT NULL", [definition(using)[0]])
-            found = _installed[using] = bool(cursor.fetchone()[0])
+        found = _installed[using] = exists(using, definition(using)[0])
     return found
+
+
+def exists(using: str, name: str) -> bool:
+    """Whether a function `name` is in the database."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT to_regproc(%s) IS NOT NULL", [name])
+        return bool(cursor.fetchone()[0])
 
 
 DROP_OTHERS = """
@@ -209,10 +214,14 @@ $hitl$
 """
 
 
-def install(using: str) -> None:
-    """Create the function of this code's shape and drop the ones of earlier shapes."""
-    name, create = definition(using)
+def replace(using: str, prefix: str, name: str, create: str) -> None:
+    """Create function `name` and drop the ones of earlier shapes (named `prefix`...)."""
     with connections[using].cursor() as cursor:
         cursor.execute(create)
-        cursor.execute(DROP_OTHERS.format(prefix=PREFIX, name=name))
+        cursor.execute(DROP_OTHERS.format(prefix=prefix, name=name))
+
+
+def install(using: str) -> None:
+    """Create the function of this code's shape and drop the ones of earlier shapes."""
+    replace(using, PREFIX, *definition(using))
     _installed[using] = True
