@@ -21,14 +21,13 @@ from django.utils import timezone
 
 from tests.factories import ApproverFactory
 from tests.project.celery import app as celery_app
-from workflows import services
+from workflows import dispatch, services
 from workflows.audit.verify import check_checkpoint
 from workflows.conf import hitl_settings
 from workflows.engine import DefaultResponse, Escalation, RequestInput, Workflow, node
 from workflows.engine.status import InterruptStatus, NodeStatus
 from workflows.models import Delegation, IdempotencyKey, Interrupt, Invocation
 from workflows.registry import registry
-from workflows.tasks import run_invocation
 
 from .worker import wait_for
 
@@ -76,7 +75,7 @@ def recovers_stalled_work(entry_name: str, request: pytest.FixtureRequest) -> No
     # The run task of a start is lost; recovery enqueues it again.
     workflow = request.getfixturevalue("asking")()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run_invocation, "apply_async", lambda *args, **kwargs: None)
+        patch.setattr(dispatch, "send_run", lambda invocation_id: None)
         invocation = services.start(workflow)
     assert Invocation.objects.get(pk=invocation.pk).status == NodeStatus.PENDING
     with override_settings(HITL={"STALLED_AFTER_SECONDS": 0}):
