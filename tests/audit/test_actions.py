@@ -42,17 +42,40 @@ class AuditWriteFailed(RuntimeError):
 
 @pytest.fixture
 def failing_audit(monkeypatch):
-    """trail.record writes its entry, then fails: the whole change must be undone."""
-    real = trail.record
+    """trail.record (or the statement of trail.appending, sent with other writes) writes
+    its entry, then fails: the whole change must be undone."""
+    return lambda: fail_entry(monkeypatch, 1)
 
-    def record_then_fail(*args: Any, **kwargs: Any) -> Any:
-        real(*args, **kwargs)
-        raise AuditWriteFailed(args[0])
 
-    def arm() -> None:
-        monkeypatch.setattr(trail, "record", record_then_fail)
+def fail_entry(monkeypatch: Any, failing: int) -> None:
+    """The `failing`-th audit entry written from now on is written, then its write fails,
+    through trail.record or through the statement of trail.appending."""
+    real, real_appending, written = trail.record, trail.appending, []
 
-    return arm
+    def counted(action: str) -> None:
+        written.append(action)
+        if len(written) == failing:
+            raise AuditWriteFailed(action)
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        entry = real(*args, **kwargs)
+        counted(args[0])
+        return entry
+
+    def appending(*args: Any, **kwargs: Any) -> Any:
+        found = real_appending(*args, **kwargs)
+        if found is None:
+            return None
+        entry, (sql, params, check) = found
+
+        def check_then_count(cursor: Any) -> None:
+            check(cursor)
+            counted(args[0])
+
+        return entry, (sql, params, check_then_count)
+
+    monkeypatch.setattr(trail, "record", record)
+    monkeypatch.setattr(trail, "appending", appending)
 
 
 def state() -> str:
@@ -157,16 +180,7 @@ def test_a_decision_is_undone_when_either_of_its_entries_fails(monkeypatch, fail
     ada = ApproverFactory(username="ada")
     interrupt = ask()
     before = state()
-    real, calls = trail.record, []
-
-    def record(*args: Any, **kwargs: Any) -> Any:
-        entry = real(*args, **kwargs)
-        calls.append(args[0])
-        if len(calls) == failing:
-            raise AuditWriteFailed(args[0])
-        return entry
-
-    monkeypatch.setattr(trail, "record", record)
+    fail_entry(monkeypatch, failing)
     with pytest.raises(AuditWriteFailed):
         services.decide(interrupt.pk, {"approved": True}, actor=ada)
     assert state() == before

@@ -142,19 +142,26 @@ class PostgresTrail(SqliteTrail):
         self.function = function
 
     def append(self, cursor: Any, entry: AuditEntry, values: list[Any], chain: Chain) -> bool:
+        cursor.execute(*self.statement(entry, values, chain))
+        return self.appended(entry, cursor.fetchone())
+
+    def statement(self, entry: AuditEntry, values: list[Any], chain: Chain) -> tuple[str, list]:
+        """The one statement that appends the entry; its row goes to `appended`."""
         entry.prev_hash = HEAD_MARK  # (created_at is not set yet: the server sets it)
         text = canonical_json({**entry_content(entry), "created_at": TIME_MARK}).decode("utf-8")
         before_time, _, rest = text.partition(json_text(TIME_MARK))
         before_head, _, after_head = rest.partition(json_text(HEAD_MARK))
         pieces = [GENESIS, before_time, before_head, after_head]
         if self.function is not None:  # the chain is the entry's invocation's, or the system's
-            cursor.execute(self.function, [*pieces, *values])
-        else:
-            cursor.execute(
-                append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
-                [GENESIS, chain.row, *pieces[1:], *values, chain.row],
-            )
-        row = cursor.fetchone()
+            return self.function, [*pieces, *values]
+        return (
+            append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
+            [GENESIS, chain.row, *pieces[1:], *values, chain.row],
+        )
+
+    def appended(self, entry: AuditEntry, row: Any) -> bool:
+        """Fill in the entry from the statement's row; False when the chain's head row
+        does not exist."""
         if row is None or row[0] is None:
             return False
         entry.id, entry.prev_hash, digest, entry.created_at = row

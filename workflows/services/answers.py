@@ -21,7 +21,7 @@ from ..models import Interrupt
 from ..policy import require_person
 from ..transactions import store, write_transaction
 from .answer_check import check_answer
-from .runs import enqueue_run_here
+from .runs import RunHere
 
 
 def actor_id(actor: Any) -> Any:
@@ -92,15 +92,25 @@ def store_answers(
         max_bytes=hitl_settings.MAX_RESPONSE_BYTES,
         max_depth=hitl_settings.MAX_VALUE_DEPTH,
     )
-    if acceptance.batch:
-        db.commit_sync(acceptance.batch, savepoint=False)
-        for interrupt_id, answer in acceptance.accepted.items():
-            trail.record(
-                actions.ANSWER_ACCEPTED,
-                interrupt=interrupts[interrupt_id],
-                actor=actor,
-                on_behalf_of=on_behalf_of.get(interrupt_id),
-                data={"response": answer},
-            )
-        enqueue_run_here(db, acceptance.invocation_id)
+    if not acceptance.batch:
+        return acceptance.invocation_id
+    entries = {
+        interrupt_id: {
+            "interrupt": interrupts[interrupt_id],
+            "actor": actor,
+            "on_behalf_of": on_behalf_of.get(interrupt_id),
+            "data": {"response": answer},
+        }
+        for interrupt_id, answer in acceptance.accepted.items()
+    }
+    # Where the database appends an entry in one statement, the entries and the run's
+    # lease go with the answers' writes: one round trip on PostgreSQL instead of three.
+    appended = {pk: trail.appending(actions.ANSWER_ACCEPTED, **e) for pk, e in entries.items()}
+    run = RunHere(db, acceptance.invocation_id)
+    along = [statement for _, statement in filter(None, appended.values())]
+    db.commit_sync(acceptance.batch, savepoint=False, also=along + run.lease_statements())
+    for interrupt_id, entry in entries.items():
+        if appended[interrupt_id] is None:
+            trail.record(actions.ANSWER_ACCEPTED, **entry)
+    run.enqueue()
     return acceptance.invocation_id

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, cast
 
@@ -33,7 +33,6 @@ from ..engine.errors import (
     InterruptSupersededError,
     InvocationCancelledError,
     InvocationFinishedError,
-    InvocationNotFoundError,
     LeaseLostError,
 )
 from ..engine.events import Event, RequestInput
@@ -44,12 +43,13 @@ from ..engine.state import (
     WriteBatch,
 )
 from ..engine.status import InterruptStatus, NodeStatus
-from ..models import OPEN_STATUSES, Interrupt, Invocation, Session
+from ..models import Interrupt, Invocation, Session
 from ..principals import unreachable_quorum
 from . import actions
 from . import statements as sql
 from .actions import AgentActions
 from .dialect import Checked, Dialect
+from .leases import Leasing
 from .rewinds import RewindReading
 from .rows import (
     EVENT_COLUMNS,
@@ -77,7 +77,7 @@ def dialect_for(using: str) -> Dialect:
     return import_string(path)(using) if path else Dialect(using)
 
 
-class DjangoStore(AgentActions, RewindReading):
+class DjangoStore(AgentActions, Leasing, RewindReading):
     """Store on the ORM (database alias `using`); grants and effects: `AgentActions`."""
 
     def __init__(
@@ -190,21 +190,25 @@ class DjangoStore(AgentActions, RewindReading):
     # the database's work (on SQLite 3.67 against 0.77 million instructions a transition:
     # docs/performance.md, as above).
 
-    def commit_sync(self, batch: WriteBatch, *, savepoint: bool = True) -> bool:
+    def commit_sync(
+        self, batch: WriteBatch, *, savepoint: bool = True, also: Sequence[Checked] = ()
+    ) -> bool:
         """Apply the batch (see the Store protocol). Inside a caller's transaction the
         batch is a savepoint, so that a refused batch leaves nothing behind and the
         transaction goes on; `savepoint=False` when the caller's transaction ends with
-        any error anyway (the services' write transactions)."""
+        any error anyway (the services' write transactions). `also`: statements of the
+        caller's to run after the batch's, in the same round trip where the dialect
+        pipelines (an answer's audit entry and its run's lease)."""
         now = timezone.now()
         waiting = None
-        step = self.dialect.step(batch, now, self.lease_seconds)
+        step = None if also else self.dialect.step(batch, now, self.lease_seconds)
         if step is not None:
             ((written,),) = self.dialect.select(step)
             if not written:
                 self._refuse(batch)
             signals.announce(batch, self.using)
         else:
-            waiting = self._commit_statements(batch, now, savepoint)
+            waiting = self._commit_statements(batch, now, savepoint, list(also))
         if not batch.release_lease:
             return False
         # A run's last write gave the lease back: did answers arrive while it ran?
@@ -213,13 +217,15 @@ class DjangoStore(AgentActions, RewindReading):
             return False
         return waiting if waiting is not None else self._answers_waiting(batch.invocation_id)
 
-    def _commit_statements(self, batch: WriteBatch, now: Any, savepoint: bool) -> bool | None:
+    def _commit_statements(
+        self, batch: WriteBatch, now: Any, savepoint: bool, also: list[Checked]
+    ) -> bool | None:
         """The batch in one transaction of several statements. Where the dialect pipelines
         they go in one round trip with, after a run's last write, the "answers waiting"
         read (a statement of its own, so it sees answers committed while the lease UPDATE
         waited; a later one queues on the invocation row until this commits); that read's
         result is returned (None when not made here)."""
-        statements = self._batch_statements(batch, now)
+        statements = self._batch_statements(batch, now) + also
         # Not pipelined when the UPDATE may find no invocation to create it first (an
         # engine Runner's first write): the statements after it need the row.
         pipelined = self.dialect.pipelines and (
@@ -332,61 +338,6 @@ class DjangoStore(AgentActions, RewindReading):
         if current == InterruptStatus.SUPERSEDED:
             raise InterruptSupersededError(interrupt_id)
         raise InterruptNotPendingError(interrupt_id, current or "missing")
-
-    # -- lease (single statements: each is its own transaction) --------------------------
-    def acquire_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> Checkpoint | None:
-        now, pk = timezone.now(), self.dialect.pk(invocation_id)
-        expiry, clock = self.dialect.lease_expiry(now, ttl), self.dialect.clock(now)
-        # Take the lease, then read the checkpoint in statements of their own.
-        taken = self.dialect.take_lease(
-            sql.take_lease(pk, owner, expiry, clock), self._checkpoint_reads(invocation_id, True)
-        )
-        if taken is not None:
-            invocation_row, runs, interrupts = taken
-            return checkpoint_from(invocation_row, runs, interrupts, True)
-        if not Invocation.objects.using(self.using).filter(pk=invocation_id).exists():
-            raise InvocationNotFoundError(invocation_id)
-        return None
-
-    def take_free_lease_sync(
-        self, invocation_id: str, owner: str, ttl: float, *, new: bool = False
-    ) -> tuple[Checkpoint, str] | None:
-        """In the caller's transaction, take the lease of an open invocation no run holds
-        (see statements.take_free_lease) and read the checkpoint a run needs; with it, the
-        invocation's workflow version. `new`: created in this transaction, so it has no
-        node runs and no interrupts to read. None: not taken."""
-        pk = self.dialect.pk(invocation_id)
-        take = sql.take_free_lease(pk, owner, self.dialect.lease_expiry(timezone.now(), ttl))
-        taken: tuple[tuple, list, list] | None
-        if new:
-            rows = self.dialect.select(take)
-            taken = (rows[0], [], []) if rows else None
-        else:
-            taken = self.dialect.take_lease(take, self._checkpoint_reads(invocation_id, True))
-        if taken is None:
-            return None
-        invocation_row, runs, interrupts = taken
-        return checkpoint_from(invocation_row[:-1], runs, interrupts, True), invocation_row[-1]
-
-    def renew_lease_sync(self, invocation_id: str, owner: str, ttl: float) -> bool | None:
-        """Extend `owner`'s lease by `ttl` from now. False: another run holds the lease, or
-        the invocation is finished; None: the row is not visible here (not committed yet)."""
-        expiry = self.dialect.lease_expiry(timezone.now(), ttl)
-        query, params = sql.renew_lease(self.dialect.pk(invocation_id), owner, expiry)
-        with self.dialect.cursor() as cursor:
-            cursor.execute(query, params)
-            if cursor.rowcount:
-                return True
-        visible = Invocation.objects.using(self.using).filter(pk=invocation_id).exists()
-        return False if visible else None
-
-    def release_lease_sync(self, invocation_id: str, owner: str) -> bool:
-        rows = self.dialect.select(sql.release_lease(self.dialect.pk(invocation_id), owner))
-        return bool(rows) and rows[0][0] in OPEN_STATUSES and self._answers_waiting(invocation_id)
-
-    def _answers_waiting(self, invocation_id: str) -> bool:
-        """Whether answers wait that no pass has seen."""
-        return bool(self.dialect.select(sql.answers_waiting(self.dialect.pk(invocation_id))))
 
     async def commit_then_call(
         self, batch: WriteBatch, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
