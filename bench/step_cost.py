@@ -15,12 +15,10 @@ lease through `DjangoStore.commit_sync` in its own transaction, as a run writes 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +31,11 @@ import django  # noqa: E402
 
 django.setup()
 
-import psycopg  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from bench.common import machine  # noqa: E402
+from bench.compare.systems.counting import StatementCounts  # noqa: E402
 from workflows.engine.events import Event  # noqa: E402
 from workflows.engine.state import NodeRunState, WriteBatch  # noqa: E402
 from workflows.engine.status import NodeStatus  # noqa: E402
@@ -48,61 +46,22 @@ from workflows.store import sqlite as sqlite_dialect  # noqa: E402
 OWNER = "step-cost"
 
 
-class Counts:
-    """What the store's cursors execute (statements, parameters) and, on PostgreSQL, the
-    round trips: a statement outside a pipeline, a pipeline, a COMMIT. On SQLite every
-    statement the library runs (BEGIN, SAVEPOINT and COMMIT too), from its trace hook."""
-
-    def __init__(self) -> None:
-        self.executed = self.parameters = self.round_trips = self.traced = 0
-        self.in_pipeline = False
-
-    def count(self, params: Any) -> None:
-        self.executed += 1
-        self.parameters += len(params or ())
-        self.round_trips += not self.in_pipeline
-
-
-def counting(counts: Counts) -> None:
-    """Count what psycopg's and the SQLite dialect's cursors execute."""
-    pg_execute, sqlite_execute = psycopg.Cursor.execute, sqlite_dialect._QmarkCursor.execute
-
-    def pg(cursor: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        counts.count(params)
-        return pg_execute(cursor, query, params, **kwargs)
+def counting() -> StatementCounts:
+    """Count what psycopg's cursors and the SQLite dialect's execute (its statements and
+    parameters; SQLite's trace hook sees BEGIN and COMMIT too)."""
+    counts = StatementCounts()
+    counts.watch_psycopg()
+    sqlite_execute = sqlite_dialect._QmarkCursor.execute
 
     def lite(cursor: Any, sql: str, params: Any = ()) -> None:
         counts.count(params)
         sqlite_execute(cursor, sql, params)
 
-    psycopg.Cursor.execute = pg  # type: ignore[method-assign]
     sqlite_dialect._QmarkCursor.execute = lite  # type: ignore[method-assign]
     connection.ensure_connection()
     if connection.vendor == "sqlite":
-
-        def traced(statement: str) -> None:
-            counts.traced += 1
-
-        connection.connection.set_trace_callback(traced)
-        return
-    pipeline, commit = psycopg.Connection.pipeline, psycopg.Connection.commit
-
-    @contextlib.contextmanager
-    def counted_pipeline(self: Any) -> Iterator[Any]:
-        counts.round_trips += 1
-        counts.in_pipeline = True
-        try:
-            with pipeline(self) as p:
-                yield p
-        finally:
-            counts.in_pipeline = False
-
-    def counted_commit(self: Any) -> None:
-        counts.round_trips += 1
-        commit(self)
-
-    psycopg.Connection.pipeline = counted_pipeline  # type: ignore[method-assign]
-    psycopg.Connection.commit = counted_commit  # type: ignore[method-assign]
+        counts.watch_sqlite(connection.connection)
+    return counts
 
 
 def invocation() -> str:
@@ -150,8 +109,7 @@ def main() -> None:
         call_command("migrate", run_syncdb=True, verbosity=0)
     store = DjangoStore(inline=True)
     invocation_id = invocation()
-    counts = Counts()
-    counting(counts)
+    counts = counting()
     times = []
     for index in range(1, args.transitions + 1):
         started = time.perf_counter_ns()

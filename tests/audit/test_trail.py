@@ -130,7 +130,7 @@ def test_on_postgresql_an_entry_is_one_call_of_the_append_function_or_its_statem
     require_postgres("the append function is PL/pgSQL")
     monkeypatch.setitem(functions._installed, connection.alias, function)
     question, ada = ask(), ApproverFactory(username="ada")
-    name, _ = functions.definition(connection.alias, True)
+    name, _ = functions.definition(connection.alias)
     with CaptureStatements() as sent:
         claimed = trail.record("interrupt.claimed", interrupt=question, actor=ada)
         system = trail.record("delegation.created", actor=ada, data={"to": "bob"})

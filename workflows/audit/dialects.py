@@ -153,7 +153,7 @@ class PostgresTrail(SqliteTrail):
         before_head, _, after_head = rest.partition(json_text(HEAD_MARK))
         pieces = [GENESIS, before_time, before_head, after_head]
         if self.function is not None:  # the chain is the entry's invocation's, or the system's
-            return self.function, [*pieces, *values]
+            return self.function, [settings.USE_TZ, *pieces, *values]
         return (
             append_statement(chain.table, chain.column, settings.USE_TZ, self.connection.alias),
             [GENESIS, chain.row, *pieces[1:], *values, chain.row],

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from django.conf import settings
 from django.db import connections
 
 from ..models import AuditEntry
@@ -28,6 +27,8 @@ PREFIX = "hitl_append_"  # (not hitl_audit_: the append-only trigger's function 
 # server knows (created_at, prev_hash), then the entry's values (VALUE_COLUMNS). An entry
 # whose invocation_id is NULL joins the chain of actions outside any invocation.
 TEXT_PARAMETERS = ["p_genesis", "p_before_time", "p_before_head", "p_after_head"]
+# settings.USE_TZ, passed at each call: the time is written in UTC, or in the session's zone.
+UTC_PARAMETER = "p_utc boolean"
 
 BODY = """
 DECLARE
@@ -46,7 +47,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    v_body := p_before_time || {stamp} || p_before_head || v_prev || p_after_head;
+    v_body := p_before_time || CASE WHEN p_utc THEN {utc} ELSE {local} END
+        || p_before_head || v_prev || p_after_head;
     v_hash := encode(sha256(convert_to(v_body, 'UTF8')), 'hex');
     INSERT INTO {entries} ({columns}) VALUES ({values}, v_prev, v_hash, v_at, v_body)
         RETURNING id INTO o_id;
@@ -63,7 +65,7 @@ END
 
 
 @functools.cache
-def definition(using: str, use_tz: bool) -> tuple[str, str]:
+def definition(using: str) -> tuple[str, str]:
     """The function's name and its CREATE statement."""
     connection = connections[using]
     types = {f.column: f.db_type(connection) for f in AuditEntry._meta.concrete_fields}
@@ -72,12 +74,14 @@ def definition(using: str, use_tz: bool) -> tuple[str, str]:
         invocations=INVOCATIONS,
         entries=ENTRIES,
         system=SYSTEM_HEAD_ID,
-        stamp=stamp_expression("v_at", use_tz),
+        utc=stamp_expression("v_at", True),
+        local=stamp_expression("v_at", False),
         columns=ENTRY_COLUMNS,
         values=", ".join(f"p_{column}" for column in VALUE_COLUMNS),
     )
     signature = ", ".join(
-        [f"{name} text" for name in TEXT_PARAMETERS]
+        [UTC_PARAMETER]
+        + [f"{name} text" for name in TEXT_PARAMETERS]
         + [f"p_{column} {types[column]}" for column in VALUE_COLUMNS]
         + ["OUT o_id bigint", "OUT o_prev text", "OUT o_hash text"]
         + ["OUT o_at timestamp with time zone"]
@@ -90,10 +94,11 @@ def definition(using: str, use_tz: bool) -> tuple[str, str]:
 
 
 @functools.cache
-def call(using: str, use_tz: bool) -> str:
-    """`SELECT o_id, o_prev, o_hash, o_at FROM name(%s, ...)`."""
-    name, _ = definition(using, use_tz)
-    marks = ", ".join(["%s"] * (len(TEXT_PARAMETERS) + len(VALUE_COLUMNS)))
+def call(using: str) -> str:
+    """`SELECT o_id, o_prev, o_hash, o_at FROM name(%s, ...)`: USE_TZ, then the pieces and
+    the values."""
+    name, _ = definition(using)
+    marks = ", ".join(["%s"] * (1 + len(TEXT_PARAMETERS) + len(VALUE_COLUMNS)))
     return f"SELECT o_id, o_prev, o_hash, o_at FROM {name}({marks})"
 
 
@@ -106,12 +111,12 @@ def installed(using: str) -> bool:
     process and alias, and again after `install`)."""
     found = _installed.get(using)
     if found is None:
-        name, _ = definition(using, settings.USE_TZ)
+        name, _ = definition(using)
         found = _installed[using] = functions.exists(using, name)
     return found
 
 
 def install(using: str) -> None:
     """Create the function of this code's shape and drop the ones of earlier shapes."""
-    functions.replace(using, PREFIX, *definition(using, settings.USE_TZ))
+    functions.replace(using, PREFIX, *definition(using))
     _installed[using] = True

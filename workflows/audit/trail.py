@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from ..models import AuditEntry, Interrupt, Invocation
@@ -141,4 +140,4 @@ def dialect(using: str) -> SqliteTrail:
     if connection.vendor != "postgresql":
         return SqliteTrail(connection)
     installed = functions.installed(using)
-    return PostgresTrail(connection, functions.call(using, settings.USE_TZ) if installed else None)
+    return PostgresTrail(connection, functions.call(using) if installed else None)
