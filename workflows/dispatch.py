@@ -67,17 +67,23 @@ def runs_in_process() -> bool:
 def send_run(invocation_id: Any) -> None:
     """Publish a run of the invocation now (in eager mode: run it now, in this process); a
     failure to publish is logged, not raised."""
-    try:
-        if runs_in_process():
+    if runs_in_process():
+        try:
             # The task called as a function: Celery's eager apply (its tracer, request and
             # result; 0.14 ms a run, bench/README.md) adds nothing to a run whose one
             # argument is the invocation id as a string.
             registered_task(RUN_INVOCATION)(str(invocation_id))
-        else:
-            retrying = {"retry": True, "retry_policy": PUBLISH_RETRY_POLICY}
-            send(RUN_INVOCATION, [str(invocation_id)], **retrying)
-    except Exception:  # the broker is down or hung (or, in eager mode, the run failed):
-        # the caller's request succeeded all the same
+        except Exception:  # the caller's request succeeded all the same
+            logger.warning(
+                "run of invocation %s raised; its next delivery or recover_stalled runs it again",
+                invocation_id,
+                exc_info=True,
+            )
+        return
+    try:
+        retrying = {"retry": True, "retry_policy": PUBLISH_RETRY_POLICY}
+        send(RUN_INVOCATION, [str(invocation_id)], **retrying)
+    except Exception:  # the broker is down or hung: the caller's request succeeded
         logger.warning(
             "run of invocation %s not started; recover_stalled will start it",
             invocation_id,
