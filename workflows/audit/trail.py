@@ -78,7 +78,7 @@ def appending(
     using: str = DEFAULT_DB_ALIAS,
 ) -> tuple[AuditEntry, Checked] | None:
     """`record` of an entry about `interrupt` as one statement to send with the caller's
-    other writes (`DjangoStore.commit_sync(also=)`), whose check fills the entry in; where
+    other writes (`DjangoStore.commit_with_sync`), whose check fills the entry in; where
     the database appends in one statement (PostgreSQL), else None: `record` it."""
     trail = dialect(using)
     if not isinstance(trail, PostgresTrail):

@@ -108,7 +108,7 @@ def store_answers(
     appended = {pk: trail.appending(actions.ANSWER_ACCEPTED, **e) for pk, e in entries.items()}
     run = RunHere(db, acceptance.invocation_id)
     along = [statement for _, statement in filter(None, appended.values())]
-    db.commit_sync(acceptance.batch, savepoint=False, also=along + run.lease_statements())
+    db.commit_with_sync(acceptance.batch, along + run.lease_statements())
     for interrupt_id, entry in entries.items():
         if appended[interrupt_id] is None:
             trail.record(actions.ANSWER_ACCEPTED, **entry)

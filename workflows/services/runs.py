@@ -25,7 +25,7 @@ class RunHere:
     (another run holds the lease, or one left it unfinished): the run takes it itself,
     as in a worker. `new`: the invocation was created in this transaction.
 
-    `lease_statements()` go with the transaction's other writes (`commit_sync(also=)`),
+    `lease_statements()` go with the transaction's other writes (`commit_with_sync`),
     then `enqueue()`; `enqueue_run_here` does both."""
 
     def __init__(self, db: DjangoStore, invocation_id: Any, *, new: bool = False) -> None:

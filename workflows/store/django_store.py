@@ -190,25 +190,21 @@ class DjangoStore(AgentActions, Leasing, RewindReading):
     # the database's work (on SQLite 3.67 against 0.77 million instructions a transition:
     # docs/performance.md, as above).
 
-    def commit_sync(
-        self, batch: WriteBatch, *, savepoint: bool = True, also: Sequence[Checked] = ()
-    ) -> bool:
+    def commit_sync(self, batch: WriteBatch, *, savepoint: bool = True) -> bool:
         """Apply the batch (see the Store protocol). Inside a caller's transaction the
         batch is a savepoint, so that a refused batch leaves nothing behind and the
         transaction goes on; `savepoint=False` when the caller's transaction ends with
-        any error anyway (the services' write transactions). `also`: statements of the
-        caller's to run after the batch's, in the same round trip where the dialect
-        pipelines (an answer's audit entry and its run's lease)."""
+        any error anyway (the services' write transactions)."""
         now = timezone.now()
         waiting = None
-        step = None if also else self.dialect.step(batch, now, self.lease_seconds)
+        step = self.dialect.step(batch, now, self.lease_seconds)
         if step is not None:
             ((written,),) = self.dialect.select(step)
             if not written:
                 self._refuse(batch)
             signals.announce(batch, self.using)
         else:
-            waiting = self._commit_statements(batch, now, savepoint, list(also))
+            waiting = self._commit_statements(batch, now, savepoint, [])
         if not batch.release_lease:
             return False
         # A run's last write gave the lease back: did answers arrive while it ran?
@@ -216,6 +212,12 @@ class DjangoStore(AgentActions, Leasing, RewindReading):
         if finished:
             return False
         return waiting if waiting is not None else self._answers_waiting(batch.invocation_id)
+
+    def commit_with_sync(self, batch: WriteBatch, also: Sequence[Checked]) -> None:
+        """Write a batch that gives no lease back (answers) in the caller's transaction,
+        which ends with any error, and then the caller's statements `also`, in the same
+        round trip where the dialect pipelines (an answer's audit entry, its run's lease)."""
+        self._commit_statements(batch, timezone.now(), False, list(also))
 
     def _commit_statements(
         self, batch: WriteBatch, now: Any, savepoint: bool, also: list[Checked]

@@ -79,7 +79,7 @@ class Leasing:
     ) -> tuple[list[Checked], Callable[[], tuple[Checkpoint, str] | None]]:
         """The statements that, in the caller's transaction, take the lease of an open
         invocation no run holds (statements.take_free_lease) and read the checkpoint a run
-        needs, to run with others (`commit_sync(..., also=)`); and what they found once
+        needs, to run with others (`commit_with_sync`); and what they found once
         run: the checkpoint and the invocation's workflow version, or None (not taken).
         `new`: created in this transaction, so it has no node runs and no interrupts."""
         pk = self.dialect.pk(invocation_id)
