@@ -13,8 +13,9 @@ pipeline, a COMMIT), transactions (as the database counts them), WAL flushes
 and the median and p99 time. Beside them the floor measured in the same run on the same
 connection kind: one round trip (`SELECT 1`) and one commit (`BEGIN; INSERT; COMMIT`).
 Each system runs in a process of its own (the counters patch the driver). Client
-instructions: run one system under `valgrind --tool=callgrind` with `--quiet` and two
-`--cycles` counts and divide the difference.
+instructions: `--one SYSTEM BACKEND DURABILITY --bare starts|cycles` under valgrind, with
+two `--cycles` counts each; a start is the difference of the two `starts` runs over the
+difference of their cycles, a resume that of the `cycles` runs less a start.
 """
 
 from __future__ import annotations
@@ -167,6 +168,19 @@ def measure(system: str, backend: str, durability: str, cycles: int, quiet: bool
     return found
 
 
+def bare(system: str, backend: str, durability: str, cycles: int, resumes: bool) -> None:
+    """Warm up, then `cycles` starts (and their resumes): what valgrind counts."""
+    operations = Operations(system, backend, durability)
+    for _ in range(20):
+        operations.resume(operations.start())
+    if hasattr(operations.system, "verify"):
+        operations.system.verify = False
+    for _ in range(cycles):
+        started = operations.start()
+        if resumes:
+            operations.resume(started)
+
+
 def table(rows: list[dict]) -> str:
     lines = [
         "| backend | system | durability | operation | median ms | p99 ms | statements "
@@ -204,7 +218,16 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--one", nargs=3, metavar=("SYSTEM", "BACKEND", "DURABILITY"))
     parser.add_argument("--quiet", action="store_true", help="no output (under valgrind)")
+    parser.add_argument(
+        "--bare",
+        choices=["starts", "cycles"],
+        help="with --one: after the warm-up only --cycles starts, or starts and resumes, "
+        "nothing counted (for valgrind: a resume's instructions are the difference)",
+    )
     args = parser.parse_args()
+    if args.one and args.bare:
+        bare(*args.one, args.cycles, resumes=args.bare == "cycles")
+        return
     if args.one:
         measure(*args.one, args.cycles, args.quiet)
         return
