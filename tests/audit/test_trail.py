@@ -124,6 +124,7 @@ def test_on_postgresql_an_entry_is_one_call_of_the_append_function_or_its_statem
     from django.db import connection
 
     from tests.integration.worker import require_postgres
+    from tests.sent import sent_statements
     from workflows.audit import functions
     from workflows.audit.verify import verify
 
@@ -131,10 +132,10 @@ def test_on_postgresql_an_entry_is_one_call_of_the_append_function_or_its_statem
     monkeypatch.setitem(functions._installed, connection.alias, function)
     question, ada = ask(), ApproverFactory(username="ada")
     name, _ = functions.definition(connection.alias)
-    with CaptureStatements() as sent:
+    with sent_statements() as sent:
         claimed = trail.record("interrupt.claimed", interrupt=question, actor=ada)
         system = trail.record("delegation.created", actor=ada, data={"to": "bob"})
-    calls = [sql for sql in sent if f" FROM {name}(" in sql]
+    calls = [sql for sql, _ in sent if f" FROM {name}(" in sql]
     assert len(calls) == (2 if function else 0)
     assert head(question.invocation_id) == claimed.entry_hash
     assert AuditChainHead.objects.get().entry_hash == system.entry_hash
@@ -143,25 +144,3 @@ def test_on_postgresql_an_entry_is_one_call_of_the_append_function_or_its_statem
     assert hashlib.sha256(stored.canonical_text.encode()).hexdigest() == stored.entry_hash
     report = verify(question.invocation_id)
     assert report.ok and report.entries >= 2, report.problems
-
-
-class CaptureStatements:
-    """The statements psycopg sends while active."""
-
-    def __enter__(self) -> list[str]:
-        import psycopg
-
-        self.sent: list[str] = []
-        self.execute = execute = psycopg.Cursor.execute
-
-        def recording(cursor, query, *args, **kwargs):
-            self.sent.append(str(query))
-            return execute(cursor, query, *args, **kwargs)
-
-        psycopg.Cursor.execute = recording
-        return self.sent
-
-    def __exit__(self, *exc) -> None:
-        import psycopg
-
-        psycopg.Cursor.execute = self.execute

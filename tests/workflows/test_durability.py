@@ -6,12 +6,12 @@ on PostgreSQL; elsewhere it is skipped with the reason."""
 
 import json
 
-import psycopg
 import pytest
 from django.db import connection, transaction
 from django.test import override_settings
 
 from tests.integration.worker import require_postgres
+from tests.sent import sent_statements
 from workflows import services
 from workflows.engine import FunctionResponse, RequestInput, Workflow, node
 from workflows.engine.state import InvocationRecord, WriteBatch
@@ -50,22 +50,13 @@ def _durable_flags(value: int) -> list[tuple[bool, bool, bool]]:
     """Run the chain to its end; each transition the function wrote, as (durable, gives
     the lease back, finishes the invocation)."""
     name, _ = functions.definition("default")
-    documents: list[dict] = []
-    execute = psycopg.Cursor.execute
-
-    def recording(cursor, query, params=None, *args, **kwargs):
-        if str(query).startswith(f"SELECT {name}("):
-            documents.append(json.loads(params[2]))
-        return execute(cursor, query, params, *args, **kwargs)
-
-    psycopg.Cursor.execute = recording
-    try:
+    with sent_statements() as sent:
         services.start("durability_chain", value)
         services.submit_function_responses(
             [FunctionResponse(f"durable-{value + 2}", "ask", {"ok": value})]
         )
-    finally:
-        psycopg.Cursor.execute = execute
+    calls = [params for query, params in sent if query.startswith(f"SELECT {name}(")]
+    documents = [json.loads(params[2]) for params in calls]
     return [(d["durable"], d["release"], bool(d.get("final"))) for d in documents]
 
 

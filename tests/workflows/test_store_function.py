@@ -3,12 +3,12 @@
 writes the one-statement CTE, with the same outcome. CI runs this on PostgreSQL;
 elsewhere it is skipped with the reason."""
 
-import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
 from tests.integration.worker import require_postgres
+from tests.sent import sent_statements
 from workflows import services
 from workflows.engine import FunctionResponse, RequestInput, Workflow, node
 from workflows.engine.events import Event, FunctionCall
@@ -41,23 +41,13 @@ def chain(register_workflow):
 
 def _run_recorded(value: int) -> tuple[Invocation, list[str]]:
     """Start and answer the chain, recording every statement psycopg sends."""
-    sent: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def recording(cursor, query, *args, **kwargs):
-        sent.append(str(query))
-        return execute(cursor, query, *args, **kwargs)
-
-    psycopg.Cursor.execute = recording
-    try:
+    with sent_statements() as sent:
         services.start("function_chain", value)
         services.submit_function_responses(
             [FunctionResponse(f"function-{value * 2}", "ask", {"ok": value})]
         )
-    finally:
-        psycopg.Cursor.execute = execute
     invocation = Invocation.objects.get(input=value)
-    return invocation, sent
+    return invocation, [query for query, _ in sent]
 
 
 def _outcome(invocation: Invocation) -> tuple:

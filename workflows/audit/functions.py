@@ -102,21 +102,6 @@ def call(using: str) -> str:
     return f"SELECT o_id, o_prev, o_hash, o_at FROM {name}({marks})"
 
 
-# Aliases whose function of this code's shape was found installed.
-_installed: dict[str, bool] = {}
-
-
-def installed(using: str) -> bool:
-    """Whether the function of this code's shape is in the database (looked up once per
-    process and alias, and again after `install`)."""
-    found = _installed.get(using)
-    if found is None:
-        name, _ = definition(using)
-        found = _installed[using] = functions.exists(using, name)
-    return found
-
-
-def install(using: str) -> None:
-    """Create the function of this code's shape and drop the ones of earlier shapes."""
-    functions.replace(using, PREFIX, *definition(using))
-    _installed[using] = True
+APPEND = functions.ServerFunction(PREFIX, definition)
+installed, install = APPEND.installed, APPEND.install
+_installed = APPEND.found  # (a test marks it not installed, to run the CTE)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -179,24 +180,30 @@ def call(using: str) -> str:
     return f"SELECT {name}({', '.join(f'CAST(%s AS {kind})' for _, kind in PARAMETERS)})"
 
 
-# Aliases (database names) whose function of this code's shape was found installed.
-_installed: dict[str, bool] = {}
+class ServerFunction:
+    """A digest-named function of this code's shape: whether it is in each database
+    (looked up once per process and alias, and again after `install`), and its install,
+    which drops the functions of earlier shapes (named `prefix`...)."""
 
+    def __init__(self, prefix: str, definition: Callable[[str], tuple[str, str]]) -> None:
+        self.prefix, self.definition = prefix, definition
+        self.found: dict[str, bool] = {}  # by alias
 
-def installed(using: str) -> bool:
-    """Whether the function of this code's shape is in the database (looked up once per
-    process and alias, and again after `install`)."""
-    found = _installed.get(using)
-    if found is None:
-        found = _installed[using] = exists(using, definition(using)[0])
-    return found
+    def installed(self, using: str) -> bool:
+        found = self.found.get(using)
+        if found is None:
+            name, _ = self.definition(using)
+            with connections[using].cursor() as cursor:
+                cursor.execute("SELECT to_regproc(%s) IS NOT NULL", [name])
+                found = self.found[using] = bool(cursor.fetchone()[0])
+        return found
 
-
-def exists(using: str, name: str) -> bool:
-    """Whether a function `name` is in the database."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT to_regproc(%s) IS NOT NULL", [name])
-        return bool(cursor.fetchone()[0])
+    def install(self, using: str) -> None:
+        name, create = self.definition(using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(create)
+            cursor.execute(DROP_OTHERS.format(prefix=self.prefix, name=name))
+        self.found[using] = True
 
 
 DROP_OTHERS = """
@@ -213,15 +220,6 @@ END
 $hitl$
 """
 
-
-def replace(using: str, prefix: str, name: str, create: str) -> None:
-    """Create function `name` and drop the ones of earlier shapes (named `prefix`...)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(create)
-        cursor.execute(DROP_OTHERS.format(prefix=prefix, name=name))
-
-
-def install(using: str) -> None:
-    """Create the function of this code's shape and drop the ones of earlier shapes."""
-    replace(using, PREFIX, *definition(using))
-    _installed[using] = True
+STEP = ServerFunction(PREFIX, definition)
+installed, install = STEP.installed, STEP.install
+_installed = STEP.found  # (tests and the bench mark it not installed, to run the CTE)
