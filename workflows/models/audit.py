@@ -22,9 +22,7 @@ class AuditEntry(models.Model):
         db_index=False,  # the (invocation, id) index serves it
     )
     # null, not "": the entry concerns no question (actions on the invocation, outside one).
-    interrupt_id = models.CharField(  # noqa: DJ001
-        max_length=255, null=True, blank=True, db_index=True
-    )
+    interrupt_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     # No choices: the actions grow without a migration (workflows.audit.actions lists them).
     action = models.CharField(max_length=64)
     actor = models.ForeignKey(
@@ -44,7 +42,7 @@ class AuditEntry(models.Model):
         max_length=64, blank=True, help_text="SHA-256 of what the question asked"
     )
     prev_hash = models.CharField(max_length=64)
-    entry_hash = models.CharField(max_length=64, unique=True)
+    entry_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(db_index=True)
     # The RFC 8785 text entry_hash covers ("": an entry from before, see docs/audit.md).
     canonical_text = models.TextField(blank=True, default="", editable=False)
@@ -52,7 +50,14 @@ class AuditEntry(models.Model):
     class Meta:
         ordering = ["id"]
         verbose_name_plural = "audit entries"
-        indexes = [models.Index(fields=["invocation", "id"], name="hitl_audit_chain")]
+        # interrupt_id and entry_hash are looked up by equality only: an index or a
+        # constraint of Meta, not db_index or unique=True, whose second varchar_pattern_ops
+        # index on PostgreSQL (for LIKE) every entry wrote for nothing (docs/performance.md).
+        indexes = [
+            models.Index(fields=["invocation", "id"], name="hitl_audit_chain"),
+            models.Index(fields=["interrupt_id"], name="hitl_audit_interrupt"),
+        ]
+        constraints = [models.UniqueConstraint(fields=["entry_hash"], name="hitl_audit_entry_hash")]
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_name or 'the system'}"
