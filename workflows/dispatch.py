@@ -81,8 +81,7 @@ def send_run(invocation_id: Any) -> None:
             )
         return
     try:
-        retrying = {"retry": True, "retry_policy": PUBLISH_RETRY_POLICY}
-        send(RUN_INVOCATION, [str(invocation_id)], **retrying)
+        send(RUN_INVOCATION, [str(invocation_id)], retry=True, retry_policy=PUBLISH_RETRY_POLICY)
     except Exception:  # the broker is down or hung: the caller's request succeeded
         logger.warning(
             "run of invocation %s not started; recover_stalled will start it",

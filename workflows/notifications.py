@@ -94,7 +94,7 @@ def enqueue(
 
 
 def _publish(
-    event: str, interrupt_ids: list[str], context: dict[str, Any], unassigned: bool = False
+    event: str, interrupt_ids: list[str], context: dict[str, Any], unassigned: bool
 ) -> None:
     try:
         if not active_notifiers(event, unassigned=unassigned):

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from tests.asking import ask
 from tests.audit.conftest import actions, entries
+from tests.audit.written import after_each_entry
 from tests.factories import ApproverFactory, StaffFactory, UserFactory
 from workflows import services
-from workflows.audit import subject_hash, trail
+from workflows.audit import subject_hash
 from workflows.audit.verify import verify
 from workflows.engine.errors import (
     AlreadyDecidedError,
@@ -50,32 +51,14 @@ def failing_audit(monkeypatch):
 def fail_entry(monkeypatch: Any, failing: int) -> None:
     """The `failing`-th audit entry written from now on is written, then its write fails,
     through trail.record or through the statement of trail.appending."""
-    real, real_appending, written = trail.record, trail.appending, []
+    written: list[str] = []
 
-    def counted(action: str) -> None:
+    def counted(action: str, kwargs: dict[str, Any]) -> None:
         written.append(action)
         if len(written) == failing:
             raise AuditWriteFailed(action)
 
-    def record(*args: Any, **kwargs: Any) -> Any:
-        entry = real(*args, **kwargs)
-        counted(args[0])
-        return entry
-
-    def appending(*args: Any, **kwargs: Any) -> Any:
-        found = real_appending(*args, **kwargs)
-        if found is None:
-            return None
-        entry, (sql, params, check) = found
-
-        def check_then_count(cursor: Any) -> None:
-            check(cursor)
-            counted(args[0])
-
-        return entry, (sql, params, check_then_count)
-
-    monkeypatch.setattr(trail, "record", record)
-    monkeypatch.setattr(trail, "appending", appending)
+    after_each_entry(monkeypatch, counted)
 
 
 def state() -> str:

@@ -12,6 +12,7 @@ import pytest
 from django.db import connection, connections
 
 from tests.asking import ask
+from tests.audit.written import after_each_entry
 from tests.factories import ApproverFactory
 from workflows import services
 from workflows.audit import trail
@@ -90,36 +91,13 @@ def test_twenty_decisions_at_once_wait_on_no_shared_row(twenty):
 def test_a_decision_holding_its_transaction_open_delays_none_of_the_others(twenty, monkeypatch):
     (held_approver, held), others = twenty[0], twenty[1:]
     holding, release = threading.Event(), threading.Event()
-    real, real_appending = trail.record, trail.appending
 
-    def holds(action: str, kwargs: dict) -> bool:
-        return action == "answer.accepted" and kwargs["interrupt"].id == held.pk
+    def hold_there(action: str, kwargs: dict[str, Any]) -> None:
+        if action == "answer.accepted" and kwargs["interrupt"].id == held.pk:
+            holding.set()  # its entries written, its chain head locked: now wait
+            release.wait(THREAD_TIMEOUT)
 
-    def hold_there() -> None:
-        holding.set()  # its entries written, its chain head locked: now wait
-        release.wait(THREAD_TIMEOUT)
-
-    def record(action: str, **kwargs: Any) -> Any:
-        entry = real(action, **kwargs)
-        if holds(action, kwargs):
-            hold_there()
-        return entry
-
-    def appending(action: str, **kwargs: Any) -> Any:
-        # (On PostgreSQL the entry is one statement sent with the answer's writes.)
-        found = real_appending(action, **kwargs)
-        if found is None or not holds(action, kwargs):
-            return found
-        entry, (sql, params, check) = found
-
-        def check_then_hold(cursor: Any) -> None:
-            check(cursor)
-            hold_there()
-
-        return entry, (sql, params, check_then_hold)
-
-    monkeypatch.setattr(trail, "record", record)
-    monkeypatch.setattr(trail, "appending", appending)
+    after_each_entry(monkeypatch, hold_there)
     holder_errors: list[BaseException] = []
 
     def hold() -> None:

@@ -49,7 +49,7 @@ def own_answers(idempotency_key: str, answers: dict[str, Any]) -> dict[str, Any]
     """The answers in `answers` to the node run's own questions."""
     # Most node runs: no answer has an own question's shape, so no uuid5 of the key (two
     # of them were 6% of an in-memory resume: 0.219 -> 0.206 ms).
-    if not any(i.endswith("-gate") or "-effect-" in i for i in answers):
+    if not any(is_gate_question(i) or is_effect_question(i) for i in answers):
         return {}
     prefix = _prefix(idempotency_key) + "-"
     return {i: v for i, v in answers.items() if i.startswith(prefix)}

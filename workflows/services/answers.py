@@ -94,23 +94,23 @@ def store_answers(
     )
     if not acceptance.batch:
         return acceptance.invocation_id
-    entries = {
-        interrupt_id: {
+    entries = [
+        {
             "interrupt": interrupts[interrupt_id],
             "actor": actor,
             "on_behalf_of": on_behalf_of.get(interrupt_id),
             "data": {"response": answer},
         }
         for interrupt_id, answer in acceptance.accepted.items()
-    }
+    ]
     # Where the database appends an entry in one statement, the entries and the run's
     # lease go with the answers' writes: one round trip on PostgreSQL instead of three.
-    appended = {pk: trail.appending(actions.ANSWER_ACCEPTED, **e) for pk, e in entries.items()}
+    appended = [trail.appending(actions.ANSWER_ACCEPTED, **entry) for entry in entries]
     run = RunHere(db, acceptance.invocation_id)
-    along = [statement for _, statement in filter(None, appended.values())]
+    along = [found[1] for found in appended if found is not None]
     db.commit_with_sync(acceptance.batch, along + run.lease_statements())
-    for interrupt_id, entry in entries.items():
-        if appended[interrupt_id] is None:
+    for entry, found in zip(entries, appended, strict=True):
+        if found is None:
             trail.record(actions.ANSWER_ACCEPTED, **entry)
     run.enqueue()
     return acceptance.invocation_id
